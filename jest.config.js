@@ -1,0 +1,34 @@
+const jestJupyterLab = require('@jupyterlab/testutils/lib/jest-config');
+
+const esModules = [
+  '@codemirror',
+  '@jupyter/ydoc',
+  '@jupyter/react-components',
+  '@jupyter/web-components',
+  '@microsoft',
+  '@jupyterlab/',
+  'exenv-es6',
+  'lib0',
+  'nanoid',
+  'vscode-ws-jsonrpc',
+  'y-protocols',
+  'y-websocket',
+  'yjs'
+].join('|');
+
+const baseConfig = jestJupyterLab(__dirname);
+
+module.exports = {
+  ...baseConfig,
+  automock: false,
+  collectCoverageFrom: ['src/**/*.{ts,tsx}', '!src/**/*.d.ts'],
+  coverageReporters: ['lcov', 'text'],
+  testRegex: 'src/.*/.*.spec.ts[x]?$',
+  modulePathIgnorePatterns: [
+    '<rootDir>/jupyter_air/labextension',
+    '<rootDir>/ui-tests',
+    '<rootDir>/.venv',
+    '<rootDir>/.jupyter-test'
+  ],
+  transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]
+};

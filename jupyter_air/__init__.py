@@ -1,0 +1,31 @@
+"""jupyter-air: GPU Resources, distributed training and MLflow-tracked workloads for JupyterLab.
+
+Importing this package starts nothing (no NVML, no thread, no server): the server extension does
+its work when Jupyter loads it, and everything else on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from ._version import __version__
+except ImportError:  # pragma: no cover - only in a source tree that was never built
+    import warnings
+
+    warnings.warn(
+        "Importing 'jupyter_air' outside a proper installation: run `make lab` or "
+        "`pip install -e .` first.",
+        stacklevel=2,
+    )
+    __version__ = "dev"
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "jupyter-air"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .server.app import JupyterAir
+
+    return [{"module": "jupyter_air", "app": JupyterAir}]

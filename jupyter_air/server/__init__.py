@@ -1,0 +1,1 @@
+"""The jupyter-server extension: configuration, REST handlers and the services behind them."""

@@ -1,0 +1,21 @@
+"""GPU and host telemetry: NVML / simulated / no-GPU backends, a bounded history and an idle-aware
+poll loop.
+
+Pure Python with no Jupyter imports, so the same code samples on the Jupyter server and on worker
+nodes. Nothing here touches NVML or starts a thread at import time.
+"""
+
+from .backends import GpuBackend, NoGpuBackend, create_backend
+from .history import History
+from .poll_loop import Hold, PollLoop
+from .sampler import Sampler
+
+__all__ = [
+    "GpuBackend",
+    "History",
+    "Hold",
+    "NoGpuBackend",
+    "PollLoop",
+    "Sampler",
+    "create_backend",
+]

@@ -1,0 +1,84 @@
+"""A bounded, time-windowed history of samples.
+
+Each sample is stored with its wire form (compact JSON without the per-process lists), encoded once
+when it arrives, so serving two hours of history to a newly opened panel is a join, not a re-encode.
+All mutation happens on one thread (the poll loop's event loop).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .samples import Sample
+
+
+@dataclass(frozen=True)
+class Entry:
+    t: float
+    sample: Sample
+    wire: str
+
+
+def wire_form(sample: Sample) -> str:
+    """Compact JSON of a sample without ``processes`` (they only matter for the latest sample)."""
+    slim = {
+        "t": sample["t"],
+        "node": sample["node"],
+        "host": sample["host"],
+        "gpus": [{k: v for k, v in gpu.items() if k != "processes"} for gpu in sample["gpus"]],
+    }
+    return json.dumps(slim, separators=(",", ":"), allow_nan=False)
+
+
+class History:
+    """Samples from the last ``window_s`` seconds, at most ``capacity`` of them.
+
+    The capacity is the number of regular samples the window holds, with head-room for manual
+    refreshes; samples older than the window are dropped even when the capacity is not reached
+    (after a pause the window is shown with a gap, not stretched).
+    """
+
+    def __init__(
+        self, window_s: float, interval_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        if window_s <= 0 or interval_s <= 0:
+            raise ValueError("history window and poll interval must be positive")
+        self.window_s = window_s
+        self.capacity = math.ceil(window_s / interval_s * 1.25) + 8
+        self._entries: deque[Entry] = deque(maxlen=self.capacity)
+        self._clock = clock
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def append(self, sample: Sample) -> Entry:
+        entry = Entry(t=sample["t"], sample=sample, wire=wire_form(sample))
+        self._entries.append(entry)
+        self._prune()
+        return entry
+
+    def latest(self) -> Entry | None:
+        return self._entries[-1] if self._entries else None
+
+    def since(self, t: float | None = None) -> list[Entry]:
+        """Entries newer than ``t`` (all within the window when ``t`` is None), oldest first."""
+        self._prune()
+        if t is None:
+            return list(self._entries)
+        out: list[Entry] = []
+        for entry in reversed(self._entries):
+            if entry.t <= t:
+                break
+            out.append(entry)
+        out.reverse()
+        return out
+
+    def _prune(self) -> None:
+        horizon = self._clock() - self.window_s
+        while self._entries and self._entries[0].t < horizon:
+            self._entries.popleft()
