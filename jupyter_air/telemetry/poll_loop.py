@@ -160,7 +160,7 @@ class PollLoop:
         one sample; a refresh within ``min_refresh_gap_s`` of the last sample returns that one."""
         self.touch()
         if (
-            self._in_flight is None
+            (self._in_flight is None or self._in_flight.done())
             and self._last_sample is not None
             and self._clock() - self._last_sample < self.min_refresh_gap_s
         ):
