@@ -1,0 +1,449 @@
+import { Widget } from '@lumino/widgets';
+
+import { GpuModel } from '../gpu/model';
+import { GpuPanel, IChartTheme } from '../gpu/panel';
+import { ISample } from '../gpu/types';
+import {
+  FakeRenderer,
+  FakeServer,
+  T0,
+  processInfo,
+  reading,
+  sample
+} from './fixtures';
+
+const HOSTILE = '<img src=x onerror=alert(1)>';
+
+async function advance(ms: number): Promise<void> {
+  await jest.advanceTimersByTimeAsync(ms);
+}
+
+/** Whether an element and all its ancestors up to the panel are shown. */
+function shown(el: Element | null): boolean {
+  if (!el) {
+    return false;
+  }
+  for (let e: Element | null = el; e; e = e.parentElement) {
+    if ((e as HTMLElement).hidden) {
+      return false;
+    }
+  }
+  return true;
+}
+
+describe('GpuPanel', () => {
+  let server: FakeServer;
+  let renderer: FakeRenderer;
+  let model: GpuModel;
+  let panel: GpuPanel;
+  let opened: string[];
+  let theme: IChartTheme;
+
+  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
+    panel.node.querySelector(selector) as T;
+  const text = (selector: string): string | null =>
+    q(selector)?.textContent ?? null;
+  const card = (index: number) =>
+    q(`.jp-air-gpu-card[data-gpu-index="${index}"]`);
+
+  /** Open a panel on a fake server and let its first fetch answer. */
+  async function open(
+    meta: FakeServer['meta'] = {},
+    makeSample?: (t: number) => ISample
+  ): Promise<void> {
+    server = new FakeServer(meta, makeSample);
+    renderer = new FakeRenderer();
+    model = new GpuModel({ fetch: server.fetch });
+    opened = [];
+    theme = {
+      font: '#111111',
+      fontMuted: '#555555',
+      fontFamily: 'sans-serif',
+      background: '#ffffff',
+      grid: '#e0e0e0',
+      line: '#bdbdbd',
+      hoverBackground: '#eeeeee'
+    };
+    panel = new GpuPanel({
+      model,
+      renderer,
+      openPath: path => opened.push(path),
+      readTheme: () => ({ ...theme })
+    });
+    Widget.attach(panel, document.body);
+    await advance(0);
+  }
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: T0 * 1000 });
+  });
+
+  afterEach(() => {
+    if (panel && !panel.isDisposed) {
+      panel.dispose();
+    }
+    model?.dispose();
+    jest.useRealTimers();
+  });
+
+  it('shows the node, host and per-GPU values', async () => {
+    await open({ backend: 'simulated' });
+    expect(q('.jp-air-gpu-title').textContent).toBe('GPU Resources');
+    expect(text('.jp-air-gpu-node')).toBe('gpu-node-1');
+    expect(shown(q('.jp-air-gpu-backend'))).toBe(true);
+    expect(text('.jp-air-gpu-backend')).toBe('simulated');
+    expect(text('.jp-air-gpu-host-cpu')).toBe('12.5%');
+    expect(text('.jp-air-gpu-host-mem')).toBe('10.0 / 64.0 GiB');
+
+    expect(panel.node.querySelectorAll('.jp-air-gpu-card')).toHaveLength(2);
+    const gpu0 = card(0);
+    expect(gpu0.querySelector('.jp-air-gpu-name')!.textContent).toBe(
+      'NVIDIA H100 80GB HBM3'
+    );
+    expect(gpu0.querySelector('.jp-air-gpu-util')!.textContent).toBe('87%');
+    expect(gpu0.querySelector('.jp-air-gpu-mem')!.textContent).toBe(
+      '39.1 / 79.6 GiB'
+    );
+    expect(gpu0.querySelector('.jp-air-gpu-temp')!.textContent).toBe('61 °C');
+    expect(gpu0.querySelector('.jp-air-gpu-power')!.textContent).toBe(
+      '512 / 700 W'
+    );
+    expect(card(1).querySelector('.jp-air-gpu-util')!.textContent).toBe('12%');
+    expect(shown(q('.jp-air-gpu-loading'))).toBe(false);
+    expect(shown(q('.jp-air-gpu-paused'))).toBe(false);
+    expect(shown(q('.jp-air-gpu-error'))).toBe(false);
+  });
+
+  it('has no simulated badge for real GPUs', async () => {
+    await open({ backend: 'nvml' });
+    expect(shown(q('.jp-air-gpu-backend'))).toBe(false);
+  });
+
+  it('shows a loading state before the first answer', () => {
+    model = new GpuModel({ fetch: () => new Promise(() => undefined) });
+    panel = new GpuPanel({ model });
+    expect(shown(panel.node.querySelector('.jp-air-gpu-loading'))).toBe(true);
+    expect(panel.node.querySelectorAll('.jp-air-gpu-card')).toHaveLength(0);
+  });
+
+  it('shows unsupported metrics as n/a, not 0', async () => {
+    await open({}, t =>
+      sample(t, [
+        reading(0, {
+          util_pct: null,
+          mem_used_mb: null,
+          temp_c: null,
+          power_w: null
+        })
+      ])
+    );
+    const gpu0 = card(0);
+    for (const cls of ['util', 'mem', 'temp', 'power']) {
+      expect(gpu0.querySelector(`.jp-air-gpu-${cls}`)!.textContent).toBe('n/a');
+    }
+    expect(gpu0.textContent).not.toMatch(/\b0(%| W| °C| \/)/);
+    // the meters show nothing rather than an empty (0 %) bar
+    expect(shown(gpu0.querySelector('.jp-air-gpu-meter-fill'))).toBe(false);
+  });
+
+  it('marks a lost GPU and shows no numbers for it', async () => {
+    await open({}, t =>
+      sample(t, [
+        reading(0),
+        reading(1, {
+          lost: true,
+          util_pct: null,
+          mem_used_mb: null,
+          temp_c: null,
+          power_w: null
+        })
+      ])
+    );
+    const lost = card(1);
+    expect(lost.classList.contains('jp-mod-lost')).toBe(true);
+    expect(shown(lost.querySelector('.jp-air-gpu-lost'))).toBe(true);
+    expect(lost.querySelector('.jp-air-gpu-lost')!.textContent).toBe('lost');
+    expect(shown(lost.querySelector('.jp-air-gpu-util'))).toBe(false);
+    expect(shown(lost.querySelector('.jp-air-gpu-mem'))).toBe(false);
+    expect(shown(card(0).querySelector('.jp-air-gpu-lost'))).toBe(false);
+    expect(card(0).querySelector('.jp-air-gpu-util')!.textContent).toBe('87%');
+  });
+
+  it('updates values in place on each poll', async () => {
+    let util = 50;
+    await open({}, t => sample(t, [reading(0, { util_pct: util })]));
+    const before = card(0);
+    const value = before.querySelector('.jp-air-gpu-util')!;
+    expect(value.textContent).toBe('50%');
+    util = 75;
+    await advance(10_000);
+    expect(card(0)).toBe(before);
+    expect(before.querySelector('.jp-air-gpu-util')).toBe(value);
+    expect(value.textContent).toBe('75%');
+  });
+
+  it('ticks "updated N s ago" every second', async () => {
+    await open();
+    expect(text('.jp-air-gpu-updated')).toBe('updated 0 s ago');
+    await advance(3_000);
+    expect(text('.jp-air-gpu-updated')).toBe('updated 3 s ago');
+    // the 10 s poll brings a fresh sample
+    await advance(7_000);
+    expect(text('.jp-air-gpu-updated')).toBe('updated 0 s ago');
+  });
+
+  it('shows the pause after the idle timeout and Resume polls again', async () => {
+    await open({ idle_timeout_s: 300 });
+    await advance(300_000);
+    const banner = q('.jp-air-gpu-paused');
+    expect(shown(banner)).toBe(true);
+    expect(banner.textContent).toContain(
+      'Paused after 5 minutes without activity'
+    );
+    const calls = server.calls.length;
+    await advance(60_000);
+    expect(server.calls).toHaveLength(calls);
+
+    q<HTMLButtonElement>('.jp-air-gpu-resume').click();
+    await advance(0);
+    expect(server.calls).toHaveLength(calls + 1);
+    expect(shown(q('.jp-air-gpu-paused'))).toBe(false);
+    await advance(10_000);
+    expect(server.calls).toHaveLength(calls + 2);
+  });
+
+  it('says the real idle timeout in the pause banner', async () => {
+    await open({ idle_timeout_s: 120 });
+    await advance(120_000);
+    expect(text('.jp-air-gpu-paused-text')).toBe(
+      'Paused after 2 minutes without activity'
+    );
+  });
+
+  it('stops polling while hidden and resumes when shown', async () => {
+    await open();
+    panel.hide();
+    const calls = server.calls.length;
+    await advance(60_000);
+    expect(server.calls).toHaveLength(calls);
+    panel.show();
+    await advance(0);
+    expect(server.calls).toHaveLength(calls + 1);
+  });
+
+  it('Refresh asks the server for a sample now', async () => {
+    await open();
+    q<HTMLButtonElement>('.jp-air-gpu-refresh').click();
+    await advance(0);
+    expect(server.calls[server.calls.length - 1]).toEqual({
+      since: T0,
+      refresh: true
+    });
+  });
+
+  it('shows the server error message', async () => {
+    await open();
+    server.failNext = new Error('Forbidden: no access to air-gpu');
+    await advance(10_000);
+    expect(shown(q('.jp-air-gpu-error'))).toBe(true);
+    expect(text('.jp-air-gpu-error')).toContain(
+      'Forbidden: no access to air-gpu'
+    );
+    // the last data stays visible
+    expect(card(0).querySelector('.jp-air-gpu-util')!.textContent).toBe('87%');
+  });
+
+  it('shows why there is no GPU, and still the host', async () => {
+    await open(
+      {
+        backend: 'none',
+        reason: 'NVML is not available: libnvidia-ml.so.1 not found',
+        devices: []
+      },
+      t => sample(t, [])
+    );
+    const nogpu = q('.jp-air-gpu-nogpu');
+    expect(shown(nogpu)).toBe(true);
+    expect(nogpu.textContent).toBe(
+      'NVML is not available: libnvidia-ml.so.1 not found'
+    );
+    expect(shown(q('.jp-air-gpu-host'))).toBe(true);
+    expect(text('.jp-air-gpu-host-cpu')).toBe('12.5%');
+    expect(text('.jp-air-gpu-host-mem')).toBe('10.0 / 64.0 GiB');
+    expect(panel.node.querySelectorAll('.jp-air-gpu-card')).toHaveLength(0);
+    expect(shown(q('.jp-air-gpu-charts'))).toBe(false);
+    expect(renderer.renders).toHaveLength(0);
+  });
+
+  it('lists GPU processes with their notebook, kernel or nothing', async () => {
+    await open({}, t =>
+      sample(t, [
+        reading(0, {
+          processes: [
+            processInfo(),
+            processInfo({
+              pid: 7,
+              gpu_mem_mb: 1024,
+              kernel: { kernel_id: 'k2', kernel_name: 'julia-1.10', path: null }
+            })
+          ]
+        }),
+        reading(1, {
+          processes: [
+            processInfo({
+              pid: 99,
+              user: null,
+              command: null,
+              name: null,
+              kernel: null
+            })
+          ]
+        })
+      ])
+    );
+    const rows = Array.from(
+      panel.node.querySelectorAll<HTMLTableRowElement>(
+        '.jp-air-gpu-processes tbody tr'
+      )
+    );
+    expect(rows.map(r => r.dataset.pid)).toEqual(['4242', '7', '99']);
+    const cells = (r: HTMLTableRowElement) =>
+      Array.from(r.cells).map(c => c.textContent);
+    expect(cells(rows[0])).toEqual([
+      '0',
+      '4242',
+      'ada',
+      'python -m ipykernel_launcher -f /tmp/kernel-5c1.json',
+      '38.09 GiB',
+      'train/llm.ipynb'
+    ]);
+    expect(
+      rows[0].querySelector<HTMLElement>('.jp-air-gpu-process-command')!.title
+    ).toBe('python -m ipykernel_launcher -f /tmp/kernel-5c1.json');
+    expect(cells(rows[1])[5]).toBe('julia-1.10 kernel');
+    expect(cells(rows[2])).toEqual(['1', '99', '—', '—', '38.09 GiB', '—']);
+
+    rows[0]
+      .querySelector<HTMLButtonElement>('.jp-air-gpu-notebook-link')!
+      .click();
+    expect(opened).toEqual(['train/llm.ipynb']);
+    expect(shown(q('.jp-air-gpu-processes-empty'))).toBe(false);
+  });
+
+  it('says when no process uses the GPUs', async () => {
+    await open();
+    expect(shown(q('.jp-air-gpu-processes-empty'))).toBe(true);
+    expect(
+      panel.node.querySelectorAll('.jp-air-gpu-processes tbody tr')
+    ).toHaveLength(0);
+  });
+
+  it('shows hostile strings as text and creates no element from them', async () => {
+    await open(
+      {
+        node: HOSTILE,
+        devices: [
+          {
+            index: 0,
+            name: HOSTILE,
+            uuid: null,
+            mem_total_mb: null,
+            power_limit_w: null
+          }
+        ],
+        held_by: [HOSTILE]
+      },
+      t =>
+        sample(
+          t,
+          [
+            reading(0, {
+              processes: [
+                processInfo({
+                  user: HOSTILE,
+                  command: HOSTILE,
+                  kernel: {
+                    kernel_id: 'k',
+                    kernel_name: HOSTILE,
+                    path: HOSTILE
+                  }
+                })
+              ]
+            })
+          ],
+          HOSTILE
+        )
+    );
+    expect(text('.jp-air-gpu-node')).toBe(HOSTILE);
+    expect(card(0).querySelector('.jp-air-gpu-name')!.textContent).toBe(
+      HOSTILE
+    );
+    expect(text('.jp-air-gpu-process-command')).toBe(HOSTILE);
+    expect(text('.jp-air-gpu-process-user')).toBe(HOSTILE);
+    expect(text('.jp-air-gpu-notebook-link')).toBe(HOSTILE);
+    expect(text('.jp-air-gpu-held')).toContain(HOSTILE);
+    expect(panel.node.querySelector('img')).toBeNull();
+    expect(document.querySelector('img')).toBeNull();
+  });
+
+  describe('charts', () => {
+    it('draws utilisation, memory and temperature with one trace per GPU', async () => {
+      await open();
+      expect(renderer.renders).toHaveLength(3);
+      const [util, mem, temp] = renderer.renders;
+      expect(util.el).toBe(panel.chartElement('util'));
+      expect(
+        util.el.closest('.jp-air-gpu-chart')!.getAttribute('data-metric')
+      ).toBe('util');
+      expect(mem.el).toBe(panel.chartElement('mem'));
+      expect(temp.el).toBe(panel.chartElement('temp'));
+      expect(util.traces.map(t => t.name)).toEqual(['GPU 0', 'GPU 1']);
+      expect(util.traces[0].y).toEqual([87]);
+      expect(util.traces[0].connectgaps).toBe(false);
+      expect(util.layout.yaxis.range).toEqual([0, 100]);
+      expect(mem.traces[0].y[0]).toBeCloseTo(40000 / 1024);
+      expect(temp.traces[1].y).toEqual([61]);
+      // theme colours from the JupyterLab variables
+      expect(util.layout.paper_bgcolor).toBe('#ffffff');
+      expect(util.layout.font.color).toBe('#111111');
+      expect((util.layout.xaxis as any).gridcolor).toBe('#e0e0e0');
+    });
+
+    it('redraws with new data on each poll, and not when nothing changed', async () => {
+      await open();
+      await advance(10_000);
+      expect(renderer.renders).toHaveLength(6);
+      expect(renderer.renders[3].traces[0].y).toHaveLength(2);
+      panel.render();
+      expect(renderer.renders).toHaveLength(6);
+    });
+
+    it('does not draw while hidden, and catches up when shown', async () => {
+      await open();
+      panel.hide();
+      await advance(5_000);
+      await model.refresh();
+      expect(model.samples).toHaveLength(2);
+      expect(renderer.renders).toHaveLength(3);
+      panel.show();
+      expect(renderer.renders).toHaveLength(6);
+      expect(renderer.renders[5].traces[0].y).toHaveLength(2);
+    });
+
+    it('redraws in the new colours on a theme change', async () => {
+      await open();
+      theme.background = '#111111';
+      theme.font = '#eeeeee';
+      panel.themeChanged();
+      expect(renderer.renders).toHaveLength(6);
+      expect(renderer.renders[5].layout.paper_bgcolor).toBe('#111111');
+      expect(renderer.renders[5].layout.font.color).toBe('#eeeeee');
+    });
+
+    it('purges the charts when disposed', async () => {
+      await open();
+      panel.dispose();
+      expect(renderer.purged).toHaveLength(3);
+    });
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * Samples → chart series: pure functions, no DOM, no plotly.
+ *
+ * One series per GPU and metric, x = the sample time as a Date. Where two consecutive samples are
+ * more than twice the poll interval apart (sampling was paused, the server was down), a `null`
+ * point is inserted so the chart shows a gap instead of a line interpolated across the pause.
+ * Missing metrics (`null`), lost GPUs and GPUs absent from a sample are `null` too: holes, not 0.
+ */
+import { IGpuReading, ISample } from './types';
+
+/** The metrics drawn as charts. */
+export type GpuMetric = 'util' | 'mem' | 'temp';
+
+/** How a metric is read, labelled and scaled. */
+export interface IMetricInfo {
+  key: GpuMetric;
+  /** Chart title. */
+  title: string;
+  /** Unit shown on the axis and in hovers. */
+  unit: string;
+  /** The value of one GPU reading, `null` when unknown. */
+  value(gpu: IGpuReading): number | null;
+}
+
+const MIB_PER_GIB = 1024;
+
+/** Memory is charted in GiB used (the card shows used / total in GiB too). */
+export const METRICS: Record<GpuMetric, IMetricInfo> = {
+  util: {
+    key: 'util',
+    title: 'GPU utilisation (%)',
+    unit: '%',
+    value: gpu => finite(gpu.util_pct)
+  },
+  mem: {
+    key: 'mem',
+    title: 'GPU memory used (GiB)',
+    unit: 'GiB',
+    value: gpu => {
+      const mb = finite(gpu.mem_used_mb);
+      return mb === null ? null : mb / MIB_PER_GIB;
+    }
+  },
+  temp: {
+    key: 'temp',
+    title: 'GPU temperature (°C)',
+    unit: '°C',
+    value: gpu => finite(gpu.temp_c)
+  }
+};
+
+/** The metrics in display order. */
+export const METRIC_ORDER: GpuMetric[] = ['util', 'mem', 'temp'];
+
+/** One GPU's series for one metric. */
+export interface ISeries {
+  gpuIndex: number;
+  name: string;
+  x: Date[];
+  y: (number | null)[];
+}
+
+/** A number, or `null` for null/NaN/missing. */
+function finite(value: number | null | undefined): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+/** The GPU indices present in any sample, ascending. */
+export function gpuIndices(samples: readonly ISample[]): number[] {
+  const seen = new Set<number>();
+  for (const sample of samples) {
+    for (const gpu of sample.gpus) {
+      seen.add(gpu.index);
+    }
+  }
+  return Array.from(seen).sort((a, b) => a - b);
+}
+
+/**
+ * The x values shared by all series of these samples: one Date per sample, plus a Date at the
+ * middle of each gap (> 2 × interval) where every series gets `null`. Returns the x values and,
+ * for each of them, the sample index it comes from (-1 for a gap point).
+ */
+export function timeAxis(
+  samples: readonly ISample[],
+  intervalS: number
+): { x: Date[]; source: number[] } {
+  const maxStep = 2 * (intervalS > 0 ? intervalS : 10);
+  const x: Date[] = [];
+  const source: number[] = [];
+  for (let i = 0; i < samples.length; i++) {
+    const t = samples[i].t;
+    if (i > 0) {
+      const previous = samples[i - 1].t;
+      if (t - previous > maxStep) {
+        x.push(new Date(((previous + t) / 2) * 1000));
+        source.push(-1);
+      }
+    }
+    x.push(new Date(t * 1000));
+    source.push(i);
+  }
+  return { x, source };
+}
+
+/**
+ * The series of every metric, one per GPU, in one pass over the samples.
+ * All series share one x array (plotly does not modify it).
+ */
+export function buildAllSeries(
+  samples: readonly ISample[],
+  intervalS: number,
+  metrics: readonly GpuMetric[] = METRIC_ORDER
+): Record<GpuMetric, ISeries[]> {
+  const indices = gpuIndices(samples);
+  const { x, source } = timeAxis(samples, intervalS);
+  const slot = new Map<number, number>();
+  indices.forEach((index, position) => slot.set(index, position));
+  const result = {} as Record<GpuMetric, ISeries[]>;
+  const columns: (number | null)[][][] = metrics.map(() =>
+    indices.map(() => new Array<number | null>(x.length).fill(null))
+  );
+  for (let k = 0; k < source.length; k++) {
+    const s = source[k];
+    if (s < 0) {
+      continue; // gap point: null everywhere
+    }
+    for (const gpu of samples[s].gpus) {
+      const position = slot.get(gpu.index);
+      if (position === undefined || gpu.lost) {
+        continue;
+      }
+      for (let m = 0; m < metrics.length; m++) {
+        columns[m][position][k] = METRICS[metrics[m]].value(gpu);
+      }
+    }
+  }
+  metrics.forEach((metric, m) => {
+    result[metric] = indices.map((index, position) => ({
+      gpuIndex: index,
+      name: `GPU ${index}`,
+      x,
+      y: columns[m][position]
+    }));
+  });
+  return result;
+}
+
+/** The series of one metric, one per GPU. */
+export function buildSeries(
+  samples: readonly ISample[],
+  metric: GpuMetric,
+  intervalS: number
+): ISeries[] {
+  return buildAllSeries(samples, intervalS, [metric])[metric];
+}

@@ -1,0 +1,12 @@
+/**
+ * The icons of jupyter-air (LabIcon: themed by JupyterLab's `jp-icon*` classes).
+ */
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import gpuSvgstr from '../style/icons/gpu.svg';
+
+/** A GPU chip: the GPU Resources side panel's tab. */
+export const gpuIcon = new LabIcon({
+  name: 'jupyter-air:gpu',
+  svgstr: gpuSvgstr
+});
