@@ -1,0 +1,23 @@
+# The two commands of the quick start:
+#   make lab    start JupyterLab with jupyter-air (sets up .venv the first time)
+#   make test   run every test suite: lint, jest, Galata in Chromium, then pytest
+.PHONY: lab test setup bench bench-browser screenshot clean
+
+lab:
+	@bash scripts/setup.sh
+	@JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab $(ARGS)
+
+test:
+	@bash scripts/test.sh
+
+setup:
+	@bash scripts/setup.sh
+
+bench:
+	@bash scripts/bench.sh
+
+screenshot:
+	@bash scripts/bench.sh --screenshot
+
+clean:
+	rm -rf .venv node_modules ui-tests/node_modules lib jupyter_air/labextension .jupyter-test

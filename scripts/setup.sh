@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Sets up .venv with jupyter-air installed in development mode (Python editable install, the
+# labextension linked into the environment) and builds the frontend. Safe to re-run: the
+# installs only happen again when pyproject.toml, package.json or yarn.lock changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  echo "jupyter-air needs Python 3.10 or newer ($python is $("$python" --version 2>&1))." >&2
+  exit 1
+fi
+if ! command -v node >/dev/null; then
+  echo "jupyter-air needs Node.js 20 or newer to build its frontend (node not found)." >&2
+  exit 1
+fi
+
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+export PATH="$PWD/.venv/bin:$PATH"
+
+stamp=.venv/.jupyter-air-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$stamp" ] \
+   || [ yarn.lock -nt "$stamp" ] || [ ! -d node_modules ]; then
+  echo "==> Installing Python packages into .venv"
+  # JupyterLab first: it provides jlpm, which the editable install's frontend build calls.
+  pip install --quiet --disable-pip-version-check "jupyterlab>=4.4,<5" "jupyter-builder>=1.2,<2"
+  echo "==> Installing npm packages"
+  jlpm install
+  echo "==> Installing jupyter-air (editable) with its test dependencies"
+  pip install --quiet --disable-pip-version-check -e ".[test]"
+  touch "$stamp"
+fi
+
+echo "==> Building the frontend"
+jlpm build
+jupyter labextension develop --overwrite . >/dev/null 2>&1

@@ -1,0 +1,15 @@
+"""JupyterLab server for the browser tests: Galata's settings, simulated GPUs, short intervals."""
+
+import os
+
+from jupyterlab.galata import configure_jupyter_server
+
+configure_jupyter_server(c)  # noqa: F821 - `c` is the config object Jupyter passes in
+c.ServerApp.port = int(os.environ.get("AIR_UI_PORT", "8911"))  # noqa: F821
+c.ServerApp.allow_root = True  # noqa: F821
+c.KernelSpecManager.allowed_kernelspecs = {"python3"}  # noqa: F821
+c.JupyterAir.gpu_backend = "simulated"  # noqa: F821
+c.JupyterAir.simulated_gpus = int(os.environ.get("AIR_UI_GPUS", "2"))  # noqa: F821
+c.JupyterAir.gpu_poll_interval = float(os.environ.get("AIR_UI_INTERVAL", "2"))  # noqa: F821
+c.JupyterAir.gpu_history = float(os.environ.get("AIR_UI_HISTORY", "7200"))  # noqa: F821
+c.JupyterAir.gpu_idle_timeout = float(os.environ.get("AIR_UI_IDLE", "15"))  # noqa: F821

@@ -1,0 +1,51 @@
+/**
+ * Browser tests: Galata's configuration, Debian's Chromium, no video (it needs a downloaded
+ * ffmpeg), and a JupyterLab started on simulated GPUs.
+ */
+const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+
+const port = process.env.AIR_UI_PORT || '8911';
+const prefixPort = process.env.AIR_UI_PREFIX_PORT || '8912';
+const chromium = process.env.AIR_CHROMIUM || '/usr/bin/chromium';
+
+module.exports = {
+  ...baseConfig,
+  testDir: './tests',
+  workers: 1,
+  retries: process.env.CI ? 1 : 0,
+  timeout: 90 * 1000,
+  reporter: [['list']],
+  use: {
+    ...baseConfig.use,
+    baseURL: `http://localhost:${port}`,
+    video: 'off',
+    trace: 'off',
+    launchOptions: {
+      executablePath: chromium,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-dev-shm-usage',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run'
+      ]
+    }
+  },
+  webServer: [
+    {
+      command: 'jlpm start',
+      url: `http://localhost:${port}/lab`,
+      timeout: 180 * 1000,
+      reuseExistingServer: !process.env.CI
+    },
+    {
+      // JupyterHub-style prefix, real NVML backend (no GPU data on a machine without a driver)
+      command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.base_url=/user/alice/ --ServerApp.port=${prefixPort}`,
+      url: `http://localhost:${prefixPort}/user/alice/lab`,
+      env: { ...process.env, JUPYTER_AIR_GPU_BACKEND: 'auto' },
+      timeout: 180 * 1000,
+      reuseExistingServer: !process.env.CI
+    }
+  ]
+};

@@ -1,0 +1,191 @@
+/**
+ * GPU Resources in a real JupyterLab (simulated GPUs, 2 s poll interval, 15 s idle timeout; see
+ * jupyter_server_test_config.py).
+ */
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import type { Request } from '@playwright/test';
+
+const PANEL = '#jupyter-air-gpu';
+
+async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
+  await page.evaluate(async () => {
+    await (window as any).jupyterapp.commands.execute(
+      'jupyter-air:open-gpu-resources'
+    );
+  });
+  await expect(page.locator(PANEL)).toBeVisible();
+}
+
+function gpuRequests(page: IJupyterLabPageFixture): Request[] {
+  const seen: Request[] = [];
+  page.on('request', request => {
+    if (new URL(request.url()).pathname.includes('/air/api/gpu')) {
+      seen.push(request);
+    }
+  });
+  return seen;
+}
+
+test.describe('GPU Resources panel', () => {
+  test('is in the right sidebar and shows values and charts', async ({
+    page
+  }) => {
+    const tab = page.locator(
+      '.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="jupyter-air-gpu"]'
+    );
+    await expect(tab).toBeVisible();
+    await expect(tab).toHaveAttribute('title', /GPU Resources/);
+    await tab.click();
+    const panel = page.locator(PANEL);
+    await expect(panel).toBeVisible();
+
+    await expect(panel.locator('.jp-air-gpu-backend')).toContainText(
+      /simulated/i
+    );
+    const cards = panel.locator('.jp-air-gpu-card');
+    await expect(cards).toHaveCount(2);
+    await expect(cards.first().locator('.jp-air-gpu-util')).toHaveText(
+      /\d+(\.\d)?\s?%/
+    );
+    await expect(cards.first().locator('.jp-air-gpu-mem')).toContainText(
+      /GiB|MiB|GB|MB/
+    );
+    await expect(cards.first().locator('.jp-air-gpu-temp')).toContainText(/°C/);
+    await expect(cards.first().locator('.jp-air-gpu-power')).toContainText(/W/);
+    await expect(panel.locator('.jp-air-gpu-host-cpu')).toContainText(/%/);
+    await expect(panel.locator('.jp-air-gpu-node')).not.toBeEmpty();
+
+    // three plotly charts (utilisation, memory, temperature), drawn with one line per GPU
+    const charts = panel.locator('.jp-air-gpu-chart');
+    await expect(charts).toHaveCount(3);
+    await expect(charts.locator('.main-svg').first()).toBeVisible();
+    await expect(charts.first().locator('.scatterlayer .trace')).toHaveCount(2);
+
+    // values keep coming while the panel is open (2 s interval in this config)
+    const before = await cards.first().locator('.jp-air-gpu-util').innerText();
+    await expect
+      .poll(async () => cards.first().locator('.jp-air-gpu-util').innerText(), {
+        timeout: 15000
+      })
+      .not.toBe(before);
+  });
+
+  test('opens from the command palette', async ({ page }) => {
+    await page.keyboard.press('Control+Shift+C');
+    const palette = page.locator('#command-palette');
+    await expect(palette).toBeVisible();
+    await palette.locator('input').fill('GPU Resources');
+    await palette
+      .locator('.lm-CommandPalette-item', { hasText: 'Open GPU Resources' })
+      .click();
+    await expect(page.locator(PANEL)).toBeVisible();
+    await expect(page.locator(`${PANEL} .jp-air-gpu-card`)).toHaveCount(2);
+  });
+
+  test('Refresh fetches a new sample at once', async ({ page }) => {
+    await openPanel(page);
+    const updated = page.locator(`${PANEL} .jp-air-gpu-updated`);
+    await expect(updated).toContainText(/updated/i);
+    await page.waitForTimeout(1200);
+    const refresh = page.waitForResponse(
+      r =>
+        r.url().includes('/air/api/gpu/refresh') &&
+        r.request().method() === 'POST' &&
+        r.status() === 200
+    );
+    await page.locator(`${PANEL} .jp-air-gpu-refresh`).click();
+    const body = await (await refresh).json();
+    expect(body.latest.gpus).toHaveLength(2);
+    await expect(updated).toContainText(/just now|0 s ago|1 s ago/);
+  });
+
+  test('polls only while visible, and reopening resumes at once', async ({
+    page
+  }) => {
+    await openPanel(page);
+    const requests = gpuRequests(page);
+    await page.waitForTimeout(5000);
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+
+    // collapse the right sidebar: the panel is hidden and must stop polling
+    await page.locator('.lm-TabBar-tab[data-id="jupyter-air-gpu"]').click();
+    await expect(page.locator(PANEL)).toBeHidden();
+    await page.waitForTimeout(500);
+    const whileOpen = requests.length;
+    await page.waitForTimeout(5000);
+    expect(requests.length).toBe(whileOpen);
+
+    await page.locator('.lm-TabBar-tab[data-id="jupyter-air-gpu"]').click();
+    await expect
+      .poll(() => requests.length, { timeout: 3000 })
+      .toBeGreaterThan(whileOpen);
+  });
+
+  test('pauses after the idle timeout, says so, and Resume restarts', async ({
+    page
+  }) => {
+    await openPanel(page);
+    const paused = page.locator(`${PANEL} .jp-air-gpu-paused`);
+    await expect(paused).toBeHidden();
+    // no mouse or keyboard activity for longer than the idle timeout (15 s here)
+    await expect(paused).toBeVisible({ timeout: 30000 });
+    await expect(paused).toContainText(/paused/i);
+    await expect(paused).toContainText(/15 s|15 seconds/);
+
+    const requests = gpuRequests(page);
+    await page.waitForTimeout(5000);
+    expect(requests).toHaveLength(0); // nothing is polled while paused
+
+    await page.locator(`${PANEL} .jp-air-gpu-resume`).click();
+    await expect(paused).toBeHidden();
+    await expect.poll(() => requests.length).toBeGreaterThan(0);
+    await expect(page.locator(`${PANEL} .jp-air-gpu-updated`)).toContainText(
+      /just now|0 s ago|1 s ago/
+    );
+  });
+
+  test('names the notebook whose kernel holds GPU memory', async ({ page }) => {
+    const name = `gpu-owner-${Date.now()}.ipynb`;
+    await page.notebook.createNew(name, { kernel: 'python3' });
+    await page.notebook.setCell(0, 'code', 'x = 1');
+    await page.notebook.runCell(0, true);
+    await openPanel(page);
+    await page.waitForTimeout(1200);
+    await page.locator(`${PANEL} .jp-air-gpu-refresh`).click();
+    const processes = page.locator(`${PANEL} .jp-air-gpu-processes`);
+    await expect(processes).toContainText(name, { timeout: 10000 });
+    await expect(processes).toContainText(/ipykernel|python/);
+  });
+});
+
+test.describe('under a base URL prefix, without GPUs', () => {
+  // a second server: JupyterHub-style prefix, and the real NVML backend (no driver here)
+  test.use({
+    baseURL: `http://localhost:${process.env.AIR_UI_PREFIX_PORT || '8912'}/user/alice`
+  });
+
+  test('shows why there is no GPU data, host metrics, and calls the prefixed API', async ({
+    page
+  }) => {
+    const requests = gpuRequests(page);
+    await openPanel(page);
+    const panel = page.locator(PANEL);
+    await expect(panel.locator('.jp-air-gpu-host-cpu')).toContainText(/%/);
+    await expect(panel.locator('.jp-air-gpu-host-mem')).toContainText(
+      /GiB|MiB|GB|MB/
+    );
+    const cards = panel.locator('.jp-air-gpu-card');
+    const noGpu = panel.locator('.jp-air-gpu-nogpu');
+    // this machine may or may not have a GPU: either its cards or the reason must show
+    await expect(cards.or(noGpu).first()).toBeVisible();
+    if ((await noGpu.count()) > 0) {
+      await expect(noGpu).toContainText(/NVIDIA|driver|NVML/);
+    }
+    expect(requests.length).toBeGreaterThan(0);
+    for (const request of requests) {
+      expect(new URL(request.url()).pathname).toMatch(
+        /^\/user\/alice\/air\/api\/gpu/
+      );
+    }
+  });
+});
