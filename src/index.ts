@@ -43,7 +43,11 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
       model,
       renderer: new PlotlyRenderer(),
       openPath: path => {
-        void app.commands.execute('docmanager:open', { path });
+        app.commands
+          .execute('docmanager:open', { path })
+          .catch(reason =>
+            console.warn(`jupyter-air: cannot open ${path}`, reason)
+          );
       }
     });
     panel.id = GPU_PANEL_ID;

@@ -38,6 +38,8 @@ describe('GpuPanel', () => {
   let panel: GpuPanel;
   let opened: string[];
   let theme: IChartTheme;
+  /** When set, animation frames wait here until the test runs them; else they run at once. */
+  let frames: (() => void)[] | null;
 
   const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
     panel.node.querySelector(selector) as T;
@@ -49,9 +51,11 @@ describe('GpuPanel', () => {
   /** Open a panel on a fake server and let its first fetch answer. */
   async function open(
     meta: FakeServer['meta'] = {},
-    makeSample?: (t: number) => ISample
+    makeSample?: (t: number) => ISample,
+    history: ISample[] = []
   ): Promise<void> {
     server = new FakeServer(meta, makeSample);
+    server.history = history;
     renderer = new FakeRenderer();
     model = new GpuModel({ fetch: server.fetch });
     opened = [];
@@ -68,7 +72,14 @@ describe('GpuPanel', () => {
       model,
       renderer,
       openPath: path => opened.push(path),
-      readTheme: () => ({ ...theme })
+      readTheme: () => ({ ...theme }),
+      scheduleFrame: callback => {
+        if (frames) {
+          frames.push(callback);
+        } else {
+          callback();
+        }
+      }
     });
     Widget.attach(panel, document.body);
     await advance(0);
@@ -76,6 +87,7 @@ describe('GpuPanel', () => {
 
   beforeEach(() => {
     jest.useFakeTimers({ now: T0 * 1000 });
+    frames = null;
   });
 
   afterEach(() => {
@@ -438,6 +450,59 @@ describe('GpuPanel', () => {
       expect(renderer.renders).toHaveLength(6);
       expect(renderer.renders[5].layout.paper_bgcolor).toBe('#111111');
       expect(renderer.renders[5].layout.font.color).toBe('#eeeeee');
+    });
+
+    it('draws one chart per animation frame, the newest data first come first served', async () => {
+      frames = [];
+      await open();
+      // the text is there at once, the charts wait for frames
+      expect(card(0).querySelector('.jp-air-gpu-util')!.textContent).toBe(
+        '87%'
+      );
+      expect(renderer.renders).toHaveLength(0);
+      expect(frames).toHaveLength(1);
+      frames.shift()!();
+      expect(renderer.renders.map(r => r.el)).toEqual([
+        panel.chartElement('util')
+      ]);
+      expect(frames).toHaveLength(1);
+      // new data arrives between frames: the remaining charts draw it, then util again
+      await advance(10_000);
+      expect(frames).toHaveLength(1);
+      while (frames.length) {
+        frames.shift()!();
+      }
+      expect(
+        renderer.renders.map(r => r.el.parentElement!.dataset.metric)
+      ).toEqual(['util', 'mem', 'temp', 'util']);
+      expect(renderer.renders[1].traces[0].y).toHaveLength(2);
+      expect(renderer.renders[3].traces[0].y).toHaveLength(2);
+    });
+
+    it('thins long histories to about one point per pixel, keeping peaks', async () => {
+      // 1000 samples, 10 s apart, one spike; the chart is 200 px wide
+      const history = Array.from({ length: 1000 }, (_, i) =>
+        sample(T0 - 10_000 + i * 10, [
+          reading(0, { util_pct: i === 800 ? 100 : 10 + (i % 2) * 10 })
+        ])
+      );
+      const width = jest
+        .spyOn(HTMLElement.prototype, 'clientWidth', 'get')
+        .mockReturnValue(200);
+      try {
+        await open({}, t => sample(t, [reading(0, { util_pct: 10 })]), history);
+      } finally {
+        width.mockRestore();
+      }
+      expect(model.samples).toHaveLength(721); // the 2 h window
+      const util = renderer.renders.find(
+        r => r.el === panel.chartElement('util')
+      )!;
+      const y = util.traces[0].y;
+      expect(y.length).toBeLessThanOrEqual(200);
+      expect(y.length).toBeGreaterThan(100);
+      expect(Math.max(...(y as number[]))).toBe(100);
+      expect(Math.min(...(y as number[]))).toBe(10);
     });
 
     it('purges the charts when disposed', async () => {

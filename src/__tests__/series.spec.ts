@@ -1,7 +1,9 @@
 import {
   METRICS,
+  bucketFor,
   buildAllSeries,
   buildSeries,
+  decimate,
   gpuIndices
 } from '../gpu/series';
 import { T0, reading, sample } from './fixtures';
@@ -81,5 +83,38 @@ describe('series', () => {
     expect(gpuIndices(samples)).toEqual([0, 2]);
     expect(buildSeries(samples, 'util', 10)[0].y).toEqual([null, 87]);
     expect(buildSeries([], 'util', 10)).toEqual([]);
+  });
+});
+
+describe('decimate', () => {
+  const at = (s: number) => new Date(s * 1000);
+
+  it('keeps the minimum and maximum of each time bucket, in time order', () => {
+    const x = [0, 1, 2, 3, 4, 5, 6, 7].map(at);
+    const y = [5, 9, 1, 5, 5, 2, 5, 8];
+    const out = decimate(x, y, 4000);
+    expect(out.y).toEqual([9, 1, 2, 8]);
+    expect(out.x).toEqual([at(1), at(2), at(5), at(7)]);
+  });
+
+  it('keeps gaps (once) and does not bridge them', () => {
+    const x = [0, 1, 2, 3, 4, 5].map(at);
+    const y = [1, 2, null, null, 3, 4];
+    const out = decimate(x, y, 10_000);
+    expect(out.y).toEqual([1, 2, null, 3, 4]);
+  });
+
+  it('aligns buckets to time, so a sliding window keeps the same points', () => {
+    const x = Array.from({ length: 40 }, (_, i) => at(i * 10));
+    const y = x.map((_, i) => (i * 7) % 13);
+    const a = decimate(x, y, 40_000);
+    const b = decimate(x.slice(4), y.slice(4), 40_000);
+    expect(b.y).toEqual(a.y.slice(a.y.length - b.y.length));
+  });
+
+  it('chooses buckets for about one point per pixel, none when short enough', () => {
+    expect(bucketFor(720, 10, 200)).toBe(80_000);
+    expect(bucketFor(150, 10, 200)).toBe(0);
+    expect(bucketFor(720, 10, 0)).toBe(0);
   });
 });

@@ -209,9 +209,12 @@ export class GpuModel implements IDisposable {
     }
     this._started = true;
     this._lastActivity = this._now();
+    const wasPaused = this._paused;
     this._paused = false;
     this._nextPollAt = 0;
-    this._changed.emit();
+    if (wasPaused) {
+      this._changed.emit();
+    }
     this._schedule(0);
   }
 

@@ -27,12 +27,27 @@ import {
   formatTemperature
 } from './format';
 import { GpuModel } from './model';
-import { GpuMetric, METRICS, METRIC_ORDER, buildAllSeries } from './series';
+import {
+  GpuMetric,
+  ISeries,
+  METRICS,
+  METRIC_ORDER,
+  bucketFor,
+  buildAllSeries,
+  decimate
+} from './series';
 import { IGpuDevice, IGpuProcess, IGpuReading, ISample } from './types';
 
-/** The User Timing measure name of one panel update. */
+/**
+ * The User Timing measure of one panel update: the main-thread time spent rendering it (text,
+ * cards, processes and the three charts), from its start.
+ */
 export const RENDER_MEASURE = 'jupyter-air:gpu-render';
-const RENDER_MARK = 'jupyter-air:gpu-render-start';
+/**
+ * The User Timing measure of each uninterrupted piece of that work (the text update; one chart
+ * per animation frame): what a single frame has to absorb.
+ */
+export const RENDER_FRAME_MEASURE = 'jupyter-air:gpu-render-frame';
 /** Drop old measures after this many so a panel open for days does not accumulate them. */
 const MAX_MEASURES = 1000;
 
@@ -171,6 +186,11 @@ export class GpuPanel extends Widget {
     this._renderer = options.renderer ?? null;
     this._openPath = options.openPath ?? null;
     this._themeReader = options.readTheme ?? (() => readChartTheme());
+    this._scheduleFrame =
+      options.scheduleFrame ??
+      (callback => {
+        window.requestAnimationFrame(() => callback());
+      });
     this._build();
     this._model.changed.connect(this._onModelChanged, this);
     this.render();
@@ -195,16 +215,20 @@ export class GpuPanel extends Widget {
     this._renderCharts();
   }
 
-  /** Update the whole panel from the model now (measured as `jupyter-air:gpu-render`). */
+  /**
+   * Update the panel from the model: text, cards and processes now, then the charts that are
+   * out of date, one per animation frame (each plotly redraw is a few milliseconds: drawing the
+   * three in one go would block a frame). Measured as `jupyter-air:gpu-render`.
+   */
   render(): void {
-    measure(() => {
+    this._timed(() => {
       this._renderState();
       this._renderHost();
       this._renderCards();
       this._renderProcesses();
       this._renderUpdated();
-      this._renderCharts();
     });
+    this._renderCharts();
   }
 
   dispose(): void {
@@ -252,13 +276,12 @@ export class GpuPanel extends Widget {
     if (!this._renderer || !this.isVisible) {
       return;
     }
-    if (this._chartsStale()) {
-      this._renderCharts();
-    } else {
-      for (const metric of METRIC_ORDER) {
+    for (const metric of METRIC_ORDER) {
+      if (this._drawn[metric]) {
         this._renderer.resize(this._charts[metric].plot);
       }
     }
+    this._renderCharts();
   }
 
   private _onShown(): void {
@@ -300,13 +323,13 @@ export class GpuPanel extends Widget {
     this._backend.title =
       'Simulated telemetry: these are not real GPU readings';
     this._backend.hidden = true;
-    this._refresh = h('button', 'jp-air-gpu-refresh jp-mod-styled', 'Refresh');
+    this._refresh = h('button', 'jp-air-gpu-refresh', 'Refresh');
     this._refresh.type = 'button';
     this._refresh.title = 'Take a sample now';
     this._refresh.addEventListener('click', () => {
       void this._model.refresh();
     });
-    header.append(title, this._backend, this._refresh);
+    header.append(title, this._refresh);
 
     const meta = h('div', 'jp-air-gpu-meta');
     this._node = h('span', 'jp-air-gpu-node', NONE);
@@ -314,14 +337,14 @@ export class GpuPanel extends Widget {
     this._driver = h('span', 'jp-air-gpu-driver');
     this._driver.hidden = true;
     this._updated = h('span', 'jp-air-gpu-updated', formatAge(null));
-    meta.append(this._node, this._driver, this._updated);
+    meta.append(this._node, this._backend, this._driver, this._updated);
 
     this._loading = h('div', 'jp-air-gpu-loading', 'Loading GPU telemetry…');
 
     this._paused = h('div', 'jp-air-gpu-paused');
     this._paused.setAttribute('role', 'status');
     this._pausedText = h('span', 'jp-air-gpu-paused-text');
-    this._resume = h('button', 'jp-air-gpu-resume jp-mod-styled', 'Resume');
+    this._resume = h('button', 'jp-air-gpu-resume', 'Resume');
     this._resume.type = 'button';
     this._resume.addEventListener('click', () => this._model.resume());
     this._paused.append(this._pausedText, this._resume);
@@ -716,54 +739,143 @@ export class GpuPanel extends Widget {
     row.append(notebook);
   }
 
-  /** Whether the charts do not show the current data and theme. */
-  private _chartsStale(): boolean {
+  /** Whether a chart does not show the current data and theme. */
+  private _isStale(metric: GpuMetric): boolean {
+    const drawn = this._drawn[metric];
     return (
-      this._drawnSamplesVersion !== this._model.samplesVersion ||
-      this._drawnThemeVersion !== this._themeVersion
+      !drawn ||
+      drawn.samples !== this._model.samplesVersion ||
+      drawn.theme !== this._themeVersion
     );
   }
 
-  /** Draw the charts if visible and stale (plotly misbehaves in hidden elements). */
-  private _renderCharts(): void {
-    const renderer = this._renderer;
-    if (!renderer || !this.isVisible || !this._chartsStale()) {
-      return;
-    }
+  /** Whether the charts can be drawn now (plotly misbehaves in hidden elements). */
+  private _canDrawCharts(): boolean {
     const payload = this._model.payload;
-    if (!payload || payload.backend === 'none') {
+    return (
+      !!this._renderer &&
+      !this.isDisposed &&
+      this.isVisible &&
+      !!payload &&
+      payload.backend !== 'none'
+    );
+  }
+
+  /** Draw the stale charts, one per animation frame; close the update when none is left. */
+  private _renderCharts(): void {
+    if (
+      !this._canDrawCharts() ||
+      !METRIC_ORDER.some(metric => this._isStale(metric))
+    ) {
+      this._finishUpdate();
       return;
     }
+    if (this._framePending) {
+      return;
+    }
+    this._framePending = true;
+    this._scheduleFrame(() => {
+      this._framePending = false;
+      this._drawNextChart();
+    });
+  }
+
+  /** Draw the next stale chart (round robin, so a fast stream of updates starves none). */
+  private _drawNextChart(): void {
+    if (!this._canDrawCharts()) {
+      this._finishUpdate();
+      return;
+    }
+    for (let k = 0; k < METRIC_ORDER.length; k++) {
+      const metric = METRIC_ORDER[(this._nextChart + k) % METRIC_ORDER.length];
+      if (this._isStale(metric)) {
+        this._nextChart =
+          (METRIC_ORDER.indexOf(metric) + 1) % METRIC_ORDER.length;
+        this._timed(() => this._drawChart(metric));
+        break;
+      }
+    }
+    this._renderCharts();
+  }
+
+  /** Draw one chart from the current samples. */
+  private _drawChart(metric: GpuMetric): void {
+    const renderer = this._renderer as IChartRenderer;
+    const payload = this._model.payload!;
+    const plot = this._charts[metric].plot;
     const samples = this._model.samples;
-    const series = buildAllSeries(samples, this._model.intervalS);
+    const series = this._series();
     const theme = this._theme ?? (this._theme = this._themeReader());
-    const memMaxGiB = memoryAxisMax(payload.devices, samples);
-    for (const metric of METRIC_ORDER) {
-      const info = METRICS[metric];
-      const traces: IChartTrace[] = series[metric].map(s => ({
+    const info = METRICS[metric];
+    // about one point per pixel: more cannot be seen and only costs drawing time
+    const bucketMs = bucketFor(
+      samples.length,
+      this._model.intervalS,
+      plot.clientWidth
+    );
+    const traces: IChartTrace[] = series[metric].map(s => {
+      const { x, y } = bucketMs ? decimate(s.x, s.y, bucketMs) : s;
+      return {
         type: 'scatter',
         mode: 'lines',
         name: s.name,
-        x: s.x,
-        y: s.y,
+        x,
+        y,
         connectgaps: false,
         line: { color: gpuColor(s.gpuIndex), width: 1.5 },
         hovertemplate: `%{y:.${metric === 'mem' ? 1 : 0}f} ${info.unit}<extra>${s.name}</extra>`
-      }));
-      const range =
-        metric === 'util'
-          ? [0, 100]
-          : metric === 'mem' && memMaxGiB !== null
-            ? [0, memMaxGiB]
-            : undefined;
-      renderer.render(
-        this._charts[metric].plot,
-        traces,
-        chartLayout(theme, metric, range)
-      );
+      };
+    });
+    const memMaxGiB =
+      metric === 'mem' ? memoryAxisMax(payload.devices, samples) : null;
+    const range =
+      metric === 'util'
+        ? [0, 100]
+        : memMaxGiB !== null
+          ? [0, memMaxGiB]
+          : undefined;
+    renderer.render(plot, traces, chartLayout(theme, metric, range));
+    this._drawn[metric] = {
+      samples: this._model.samplesVersion,
+      theme: this._themeVersion
+    };
+  }
+
+  /** The chart series of the current samples (computed once per change of samples). */
+  private _series(): Record<GpuMetric, ISeries[]> {
+    const version = this._model.samplesVersion;
+    const intervalS = this._model.intervalS;
+    const cache = this._seriesCache;
+    if (cache && cache.version === version && cache.intervalS === intervalS) {
+      return cache.series;
     }
-    this._drawnSamplesVersion = this._model.samplesVersion;
-    this._drawnThemeVersion = this._themeVersion;
+    const series = buildAllSeries(this._model.samples, intervalS);
+    this._seriesCache = { version, intervalS, series };
+    return series;
+  }
+
+  /** Run a piece of rendering work, adding its time to the update in progress. */
+  private _timed(work: () => void): void {
+    const start = now();
+    if (this._update === null) {
+      this._update = { start, duration: 0 };
+    }
+    try {
+      work();
+    } finally {
+      const duration = now() - start;
+      this._update.duration += duration;
+      record(RENDER_FRAME_MEASURE, start, duration);
+    }
+  }
+
+  /** The update is fully drawn: record its total time. */
+  private _finishUpdate(): void {
+    const update = this._update;
+    if (update !== null) {
+      this._update = null;
+      record(RENDER_MEASURE, update.start, update.duration);
+    }
   }
 
   private readonly _model: GpuModel;
@@ -771,10 +883,20 @@ export class GpuPanel extends Widget {
   private readonly _renderer: IChartRenderer | null;
   private readonly _openPath: ((path: string) => void) | null;
   private readonly _themeReader: () => IChartTheme;
+  private readonly _scheduleFrame: (callback: () => void) => void;
   private _theme: IChartTheme | null = null;
   private _themeVersion = 0;
-  private _drawnSamplesVersion = -1;
-  private _drawnThemeVersion = -1;
+  private _drawn: Partial<
+    Record<GpuMetric, { samples: number; theme: number }>
+  > = {};
+  private _nextChart = 0;
+  private _framePending = false;
+  private _seriesCache: {
+    version: number;
+    intervalS: number;
+    series: Record<GpuMetric, ISeries[]>;
+  } | null = null;
+  private _update: { start: number; duration: number } | null = null;
   private _ticker: number | null = null;
   private _cardViews = new Map<number, ICardView>();
   private _processRows = new Map<string, IProcessRowView>();
@@ -864,7 +986,19 @@ export function chartLayout(
       font: { color: theme.font, family: theme.fontFamily, size: 11 }
     },
     uirevision: metric,
-    xaxis: { ...axis, type: 'date' },
+    xaxis: {
+      ...axis,
+      type: 'date',
+      nticks: 4,
+      tickangle: 0,
+      // one-line time labels: a sidebar has no room for plotly's two-line date labels
+      tickformatstops: [
+        { dtickrange: [null, 60000], value: '%H:%M:%S' },
+        { dtickrange: [60000, 86400000], value: '%H:%M' },
+        { dtickrange: [86400000, null], value: '%b %d' }
+      ],
+      hoverformat: '%H:%M:%S'
+    },
     yaxis: {
       ...axis,
       fixedrange: true,
@@ -874,30 +1008,36 @@ export function chartLayout(
   };
 }
 
-/** Run `fn` inside a `jupyter-air:gpu-render` User Timing measure (where supported). */
-function measure(fn: () => void): void {
-  const perf = typeof performance === 'undefined' ? null : performance;
-  const supported =
-    !!perf &&
-    typeof perf.mark === 'function' &&
-    typeof perf.measure === 'function';
-  if (supported) {
-    perf.mark(RENDER_MARK);
+/** A high-resolution clock (ms). */
+function now(): number {
+  return typeof performance !== 'undefined' &&
+    typeof performance.now === 'function'
+    ? performance.now()
+    : Date.now();
+}
+
+const measureCounts = new Map<string, number>();
+
+/** Record a User Timing measure with an explicit start and duration (where supported). */
+function record(name: string, start: number, duration: number): void {
+  if (
+    typeof performance === 'undefined' ||
+    typeof performance.measure !== 'function'
+  ) {
+    return;
   }
   try {
-    fn();
-  } finally {
-    if (supported) {
-      perf.measure(RENDER_MEASURE, RENDER_MARK);
-      perf.clearMarks(RENDER_MARK);
-      if (++measureCount > MAX_MEASURES) {
-        perf.clearMeasures(RENDER_MEASURE);
-        measureCount = 0;
-      }
-    }
+    performance.measure(name, { start, duration });
+  } catch {
+    return; // User Timing Level 3 not supported: no figures, no harm
+  }
+  const count = (measureCounts.get(name) ?? 0) + 1;
+  measureCounts.set(name, count);
+  if (count > MAX_MEASURES && typeof performance.clearMeasures === 'function') {
+    performance.clearMeasures(name);
+    measureCounts.set(name, 0);
   }
 }
-let measureCount = 0;
 
 export namespace GpuPanel {
   export interface IOptions {
@@ -909,5 +1049,7 @@ export namespace GpuPanel {
     openPath?: (path: string) => void;
     /** Reads the chart colours (default: JupyterLab's CSS variables). */
     readTheme?: () => IChartTheme;
+    /** Runs a callback before the next frame (default: `requestAnimationFrame`). */
+    scheduleFrame?: (callback: () => void) => void;
   }
 }

@@ -154,3 +154,77 @@ export function buildSeries(
 ): ISeries[] {
   return buildAllSeries(samples, intervalS, [metric])[metric];
 }
+
+/**
+ * Thin a series to about `maxPoints` points without losing peaks: the samples are grouped into
+ * time buckets of `bucketMs` (aligned to the epoch, so buckets do not shift as the window
+ * slides and the line does not shimmer between updates) and each bucket keeps its minimum and
+ * maximum, in time order. A `null` (gap or unknown value) ends a bucket and is kept once.
+ * Series short enough are returned as they are.
+ */
+export function decimate(
+  x: readonly Date[],
+  y: readonly (number | null)[],
+  bucketMs: number
+): { x: Date[]; y: (number | null)[] } {
+  const n = Math.min(x.length, y.length);
+  const outX: Date[] = [];
+  const outY: (number | null)[] = [];
+  if (!(bucketMs > 0)) {
+    return { x: x.slice(0, n), y: y.slice(0, n) };
+  }
+  let i = 0;
+  while (i < n) {
+    const value = y[i];
+    if (value === null) {
+      if (outY.length === 0 || outY[outY.length - 1] !== null) {
+        outX.push(x[i]);
+        outY.push(null);
+      }
+      i++;
+      continue;
+    }
+    const bucket = Math.floor(x[i].getTime() / bucketMs);
+    let minI = i;
+    let maxI = i;
+    let end = i + 1;
+    while (
+      end < n &&
+      y[end] !== null &&
+      Math.floor(x[end].getTime() / bucketMs) === bucket
+    ) {
+      if ((y[end] as number) < (y[minI] as number)) {
+        minI = end;
+      }
+      if ((y[end] as number) > (y[maxI] as number)) {
+        maxI = end;
+      }
+      end++;
+    }
+    const first = Math.min(minI, maxI);
+    const second = Math.max(minI, maxI);
+    outX.push(x[first]);
+    outY.push(y[first]);
+    if (second !== first) {
+      outX.push(x[second]);
+      outY.push(y[second]);
+    }
+    i = end;
+  }
+  return { x: outX, y: outY };
+}
+
+/**
+ * The bucket length that thins `samples` samples `intervalS` apart to about one point per pixel
+ * of a plot `widthPx` wide (a minimum and a maximum per two pixels); 0 when no thinning is needed.
+ */
+export function bucketFor(
+  samples: number,
+  intervalS: number,
+  widthPx: number
+): number {
+  if (!(widthPx > 0) || !(intervalS > 0) || samples <= widthPx) {
+    return 0;
+  }
+  return Math.ceil(samples / (widthPx / 2)) * intervalS * 1000;
+}
