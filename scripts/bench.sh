@@ -5,11 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/install-chromium.sh
-export PATH="$PWD/.venv/bin:$PATH"
-test_home="$PWD/.jupyter-test"
-export JUPYTER_CONFIG_DIR="$test_home/config" JUPYTER_DATA_DIR="$test_home/data"
-export JUPYTER_RUNTIME_DIR="$test_home/runtime" JUPYTER_PREFER_ENV_PATH=1
-unset JUPYTER_AIR_GPU_BACKEND JUPYTER_AIR_SIMULATED_GPUS
+source scripts/env.sh
 (cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 jlpm install >/dev/null)
 mkdir -p docs/img
 

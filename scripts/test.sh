@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 bash scripts/install-chromium.sh
-export PATH="$PWD/.venv/bin:$PATH"
+source scripts/env.sh
 
 # Keep the tests away from the machine's own Jupyter configuration, kernels and data.
 test_home="$PWD/.jupyter-test"
@@ -32,5 +32,4 @@ echo "==> Galata (Chromium)"
 )
 
 echo "==> pytest"
-set -o pipefail
 python -m pytest -p no:cacheprovider

@@ -48,9 +48,20 @@ class _GpuHandler(ExtensionHandlerMixin, APIHandler):
                 f"{self.gpu.sampler.node!r}.",
             )
 
-    async def _reply(self, since: float | None, resumed: bool) -> None:
+    async def _serve(self, refresh: bool) -> None:
+        """Validate the query, count the request as activity (resuming a paused sampler with
+        a fresh sample, or taking one now for a refresh) and answer with the payload."""
+        since = self._since()
+        self._check_node()
+        gpu = self.gpu
+        gpu.ensure_started()
+        was_paused = gpu.poll_loop.paused
+        if refresh:
+            await gpu.poll_loop.refresh()
+        else:
+            await gpu.poll_loop.on_request()
         accept = self.request.headers.get("Accept-Encoding", "")
-        body, gzipped = await self.gpu.body(since, resumed=resumed, accept_gzip="gzip" in accept)
+        body, gzipped = await gpu.body(since, resumed=was_paused, accept_gzip="gzip" in accept)
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         self.set_header("Vary", "Accept-Encoding")
@@ -63,26 +74,14 @@ class GpuHandler(_GpuHandler):
     @tornado.web.authenticated
     @authorized
     async def get(self) -> None:
-        since = self._since()
-        self._check_node()
-        gpu = self.gpu
-        gpu.ensure_started()
-        was_paused = gpu.poll_loop.paused
-        await gpu.poll_loop.on_request()
-        await self._reply(since, resumed=was_paused)
+        await self._serve(refresh=False)
 
 
 class GpuRefreshHandler(_GpuHandler):
     @tornado.web.authenticated
     @authorized
     async def post(self) -> None:
-        since = self._since()
-        self._check_node()
-        gpu = self.gpu
-        gpu.ensure_started()
-        was_paused = gpu.poll_loop.paused
-        await gpu.poll_loop.refresh()
-        await self._reply(since, resumed=was_paused)
+        await self._serve(refresh=True)
 
 
 def gpu_handlers() -> list[tuple[str, type]]:
