@@ -8,14 +8,6 @@ bash scripts/setup.sh
 bash scripts/install-chromium.sh
 source scripts/env.sh
 
-# Keep the tests away from the machine's own Jupyter configuration, kernels and data.
-test_home="$PWD/.jupyter-test"
-mkdir -p "$test_home"
-export JUPYTER_CONFIG_DIR="$test_home/config" JUPYTER_DATA_DIR="$test_home/data"
-export JUPYTER_RUNTIME_DIR="$test_home/runtime" JUPYTER_PREFER_ENV_PATH=1
-export IPYTHONDIR="$test_home/ipython" MPLBACKEND=Agg
-unset JUPYTER_AIR_GPU_BACKEND JUPYTER_AIR_SIMULATED_GPUS MLFLOW_TRACKING_URI
-
 echo "==> Lint"
 ruff check .
 ruff format --check .
