@@ -1,7 +1,8 @@
 import { Widget } from '@lumino/widgets';
 
 import { GpuModel } from '../gpu/model';
-import { GpuPanel, IChartTheme } from '../gpu/panel';
+import { GpuPanel } from '../gpu/panel';
+import { IChartTheme } from '../gpu/theme';
 import { ISample } from '../gpu/types';
 import {
   FakeRenderer,

@@ -1,0 +1,176 @@
+/**
+ * The per-GPU cards of the GPU panel: name, utilisation and memory meters, temperature and
+ * power of each GPU in the newest sample, or a "lost" badge for a GPU that stopped answering.
+ *
+ * Cards are kept by GPU index between updates and only changed text is written.
+ */
+import {
+  NA,
+  formatMemory,
+  formatPercent,
+  formatPower,
+  formatTemperature
+} from './format';
+import { h, placeInOrder, setAttr, setHidden, setMeter, setText } from './dom';
+import { gpuColor } from './theme';
+import { IGpuDevice, IGpuPayload, IGpuReading, ISample } from './types';
+
+/** The DOM of one GPU card, kept between updates. */
+interface ICardView {
+  root: HTMLElement;
+  name: HTMLElement;
+  lost: HTMLElement;
+  metrics: HTMLElement;
+  util: HTMLElement;
+  utilFill: HTMLElement;
+  mem: HTMLElement;
+  memFill: HTMLElement;
+  temp: HTMLElement;
+  power: HTMLElement;
+}
+
+/** The cards of all GPUs. */
+export class GpuCards {
+  /** The cards' container. */
+  readonly node = h('div', 'jp-air-gpu-cards');
+
+  /**
+   * One card per GPU of the newest sample, in its order; before the first sample, one empty
+   * card per known device. No card without GPUs (`backend: 'none'`).
+   */
+  render(payload: IGpuPayload | null, latest: ISample | null): void {
+    const devices = new Map<number, IGpuDevice>();
+    for (const device of payload?.devices ?? []) {
+      devices.set(device.index, device);
+    }
+    let readings: IGpuReading[] = [];
+    if (payload && payload.backend !== 'none') {
+      if (latest) {
+        readings = latest.gpus;
+      } else {
+        readings = Array.from(devices.values()).map(device =>
+          emptyReading(device)
+        );
+      }
+    }
+    const seen = new Set<number>();
+    const roots: HTMLElement[] = [];
+    for (const reading of readings) {
+      seen.add(reading.index);
+      let card = this._views.get(reading.index);
+      if (!card) {
+        card = createCard(reading.index);
+        this._views.set(reading.index, card);
+      }
+      updateCard(card, reading, devices.get(reading.index));
+      roots.push(card.root);
+    }
+    // keep DOM order = reading order, moving nodes only when needed
+    placeInOrder(this.node, roots);
+    for (const [index, card] of this._views) {
+      if (!seen.has(index)) {
+        card.root.remove();
+        this._views.delete(index);
+      }
+    }
+  }
+
+  private _views = new Map<number, ICardView>();
+}
+
+/** Build the DOM of one GPU's card. */
+function createCard(index: number): ICardView {
+  const root = h('div', 'jp-air-gpu-card');
+  root.dataset.gpuIndex = String(index);
+  const head = h('div', 'jp-air-gpu-card-head');
+  const swatch = h('span', 'jp-air-gpu-swatch');
+  swatch.style.backgroundColor = gpuColor(index);
+  const label = h('span', 'jp-air-gpu-index', `GPU ${index}`);
+  const name = h('span', 'jp-air-gpu-name');
+  const lost = h('span', 'jp-air-gpu-lost', 'lost');
+  lost.title = 'This GPU stopped answering';
+  lost.hidden = true;
+  head.append(swatch, label, name, lost);
+
+  const metrics = h('div', 'jp-air-gpu-card-metrics');
+  const row = (
+    labelText: string,
+    cls: string,
+    meter: boolean
+  ): [HTMLElement, HTMLElement] => {
+    const metric = h('div', 'jp-air-gpu-metric');
+    const value = h('span', `${cls} jp-air-gpu-value`, NA);
+    metric.append(h('span', 'jp-air-gpu-label', labelText), value);
+    const fill = h('span', 'jp-air-gpu-meter-fill');
+    if (meter) {
+      const bar = h('span', 'jp-air-gpu-meter');
+      bar.append(fill);
+      metric.append(bar);
+    }
+    metrics.append(metric);
+    return [value, fill];
+  };
+  const [util, utilFill] = row('Utilisation', 'jp-air-gpu-util', true);
+  const [mem, memFill] = row('Memory', 'jp-air-gpu-mem', true);
+  const [temp] = row('Temperature', 'jp-air-gpu-temp', false);
+  const [power] = row('Power', 'jp-air-gpu-power', false);
+  root.append(head, metrics);
+  return {
+    root,
+    name,
+    lost,
+    metrics,
+    util,
+    utilFill,
+    mem,
+    memFill,
+    temp,
+    power
+  };
+}
+
+/** Write one reading into a card (a lost GPU shows its badge and no numbers). */
+function updateCard(
+  card: ICardView,
+  reading: IGpuReading,
+  device: IGpuDevice | undefined
+): void {
+  const name = device?.name || 'GPU';
+  setText(card.name, name);
+  setAttr(card.name, 'title', device?.uuid ? `${name}\n${device.uuid}` : name);
+  const lost = !!reading.lost;
+  card.root.classList.toggle('jp-mod-lost', lost);
+  setHidden(card.lost, !lost);
+  setHidden(card.metrics, lost);
+  if (lost) {
+    return;
+  }
+  const memTotal = reading.mem_total_mb ?? device?.mem_total_mb ?? null;
+  const powerLimit = reading.power_limit_w ?? device?.power_limit_w ?? null;
+  setText(card.util, formatPercent(reading.util_pct));
+  setMeter(card.utilFill, reading.util_pct);
+  setText(card.mem, formatMemory(reading.mem_used_mb, memTotal));
+  setMeter(
+    card.memFill,
+    reading.mem_used_mb !== null && memTotal
+      ? (reading.mem_used_mb / memTotal) * 100
+      : null
+  );
+  setText(card.temp, formatTemperature(reading.temp_c));
+  setText(card.power, formatPower(reading.power_w, powerLimit));
+}
+
+/** A reading with every metric unknown (devices known, no sample yet). */
+function emptyReading(device: IGpuDevice): IGpuReading {
+  return {
+    index: device.index,
+    util_pct: null,
+    mem_util_pct: null,
+    mem_used_mb: null,
+    mem_total_mb: device.mem_total_mb,
+    temp_c: null,
+    power_w: null,
+    power_limit_w: device.power_limit_w,
+    lost: false
+  };
+}

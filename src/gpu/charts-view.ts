@@ -1,0 +1,307 @@
+/**
+ * The GPU panel's history charts: utilisation, memory and temperature over the history window,
+ * one line per GPU, drawn through `IChartRenderer` (plotly in the app, a fake in tests).
+ *
+ * Drawing is the expensive part of an update (a few milliseconds per plotly redraw), so it is
+ * scheduled here: only when the panel is visible, only charts whose data or theme changed, one
+ * chart per animation frame, each piece timed as part of the update in progress. The series are
+ * built once per change of samples and thinned to about one point per pixel of the plot.
+ */
+import { IChartLayout, IChartRenderer, IChartTrace } from './chart';
+import { h } from './dom';
+import { GpuModel } from './model';
+import {
+  GpuMetric,
+  ISeries,
+  METRICS,
+  METRIC_ORDER,
+  bucketFor,
+  buildAllSeries,
+  decimate
+} from './series';
+import { IChartTheme, gpuColor } from './theme';
+import { UpdateTimer } from './timing';
+import { IGpuDevice, ISample } from './types';
+
+/** The three charts. */
+export class ChartsView {
+  constructor(options: ChartsView.IOptions) {
+    this._model = options.model;
+    this._renderer = options.renderer;
+    this._timer = options.timer;
+    this._canShow = options.canShow;
+    this._themeReader = options.readTheme;
+    this._scheduleFrame = options.scheduleFrame;
+
+    this.node = h('div', 'jp-air-gpu-charts');
+    for (const metric of METRIC_ORDER) {
+      const box = h('div', 'jp-air-gpu-chart');
+      box.dataset.metric = metric;
+      const title = h(
+        'h3',
+        'jp-air-gpu-chart-title jp-air-gpu-section-title',
+        METRICS[metric].title
+      );
+      const plot = h('div', 'jp-air-gpu-chart-plot');
+      box.append(title, plot);
+      this.node.append(box);
+      this._plots[metric] = plot;
+    }
+  }
+
+  /** The charts' container. */
+  readonly node: HTMLElement;
+
+  /** The element one chart is drawn in. */
+  chartElement(metric: GpuMetric): HTMLElement {
+    return this._plots[metric];
+  }
+
+  /** Forget the theme colours and redraw in the current ones. */
+  themeChanged(): void {
+    this._theme = null;
+    this._themeVersion++;
+    this.render();
+  }
+
+  /** Fit the drawn charts to their new size, then redraw what is stale. */
+  resize(): void {
+    if (!this._renderer || !this._canShow()) {
+      return;
+    }
+    for (const metric of METRIC_ORDER) {
+      if (this._drawn[metric]) {
+        this._renderer.resize(this._plots[metric]);
+      }
+    }
+    this.render();
+  }
+
+  /**
+   * Draw the stale charts, one per animation frame; when none is left (or none can be drawn),
+   * close the update in progress.
+   */
+  render(): void {
+    if (
+      !this._canDraw() ||
+      !METRIC_ORDER.some(metric => this._isStale(metric))
+    ) {
+      this._timer.finish();
+      return;
+    }
+    if (this._framePending) {
+      return;
+    }
+    this._framePending = true;
+    this._scheduleFrame(() => {
+      this._framePending = false;
+      this._drawNext();
+    });
+  }
+
+  /** Remove the charts and free their resources. */
+  dispose(): void {
+    if (this._renderer) {
+      for (const metric of METRIC_ORDER) {
+        this._renderer.purge(this._plots[metric]);
+      }
+    }
+  }
+
+  /** Whether a chart does not show the current data and theme. */
+  private _isStale(metric: GpuMetric): boolean {
+    const drawn = this._drawn[metric];
+    return (
+      !drawn ||
+      drawn.samples !== this._model.samplesVersion ||
+      drawn.theme !== this._themeVersion
+    );
+  }
+
+  /** Whether the charts can be drawn now (plotly misbehaves in hidden elements). */
+  private _canDraw(): boolean {
+    const payload = this._model.payload;
+    return (
+      !!this._renderer &&
+      this._canShow() &&
+      !!payload &&
+      payload.backend !== 'none'
+    );
+  }
+
+  /** Draw the next stale chart (round robin, so a fast stream of updates starves none). */
+  private _drawNext(): void {
+    if (!this._canDraw()) {
+      this._timer.finish();
+      return;
+    }
+    for (let k = 0; k < METRIC_ORDER.length; k++) {
+      const metric = METRIC_ORDER[(this._next + k) % METRIC_ORDER.length];
+      if (this._isStale(metric)) {
+        this._next = (METRIC_ORDER.indexOf(metric) + 1) % METRIC_ORDER.length;
+        this._timer.timed(() => this._draw(metric));
+        break;
+      }
+    }
+    this.render();
+  }
+
+  /** Draw one chart from the current samples. */
+  private _draw(metric: GpuMetric): void {
+    const renderer = this._renderer as IChartRenderer;
+    const payload = this._model.payload!;
+    const plot = this._plots[metric];
+    const samples = this._model.samples;
+    const series = this._series();
+    const theme = this._theme ?? (this._theme = this._themeReader());
+    const info = METRICS[metric];
+    // about one point per pixel: more cannot be seen and only costs drawing time
+    const bucketMs = bucketFor(
+      samples.length,
+      this._model.intervalS,
+      plot.clientWidth
+    );
+    const traces: IChartTrace[] = series[metric].map(s => {
+      const { x, y } = bucketMs ? decimate(s.x, s.y, bucketMs) : s;
+      return {
+        type: 'scatter',
+        mode: 'lines',
+        name: s.name,
+        x,
+        y,
+        connectgaps: false,
+        line: { color: gpuColor(s.gpuIndex), width: 1.5 },
+        hovertemplate: `%{y:.${metric === 'mem' ? 1 : 0}f} ${info.unit}<extra>${s.name}</extra>`
+      };
+    });
+    const memMaxGiB =
+      metric === 'mem' ? memoryAxisMax(payload.devices, samples) : null;
+    const range =
+      metric === 'util'
+        ? [0, 100]
+        : memMaxGiB !== null
+          ? [0, memMaxGiB]
+          : undefined;
+    renderer.render(plot, traces, chartLayout(theme, metric, range));
+    this._drawn[metric] = {
+      samples: this._model.samplesVersion,
+      theme: this._themeVersion
+    };
+  }
+
+  /** The chart series of the current samples (computed once per change of samples). */
+  private _series(): Record<GpuMetric, ISeries[]> {
+    const version = this._model.samplesVersion;
+    const intervalS = this._model.intervalS;
+    const cache = this._seriesCache;
+    if (cache && cache.version === version && cache.intervalS === intervalS) {
+      return cache.series;
+    }
+    const series = buildAllSeries(this._model.samples, intervalS);
+    this._seriesCache = { version, intervalS, series };
+    return series;
+  }
+
+  private readonly _model: GpuModel;
+  private readonly _renderer: IChartRenderer | null;
+  private readonly _timer: UpdateTimer;
+  private readonly _canShow: () => boolean;
+  private readonly _themeReader: () => IChartTheme;
+  private readonly _scheduleFrame: (callback: () => void) => void;
+  private readonly _plots = {} as Record<GpuMetric, HTMLElement>;
+  private _theme: IChartTheme | null = null;
+  private _themeVersion = 0;
+  private _drawn: Partial<
+    Record<GpuMetric, { samples: number; theme: number }>
+  > = {};
+  private _next = 0;
+  private _framePending = false;
+  private _seriesCache: {
+    version: number;
+    intervalS: number;
+    series: Record<GpuMetric, ISeries[]>;
+  } | null = null;
+}
+
+export namespace ChartsView {
+  export interface IOptions {
+    /** Where the samples come from. */
+    model: GpuModel;
+    /** Draws the charts; `null`: no charts. */
+    renderer: IChartRenderer | null;
+    /** The timer of the panel's updates (chart drawing is part of an update). */
+    timer: UpdateTimer;
+    /** Whether the charts are on screen (the panel is visible and not disposed). */
+    canShow: () => boolean;
+    /** Reads the chart colours. */
+    readTheme: () => IChartTheme;
+    /** Runs a callback before the next frame. */
+    scheduleFrame: (callback: () => void) => void;
+  }
+}
+
+/** The memory chart's y maximum: the largest GPU's memory in GiB (null: let plotly decide). */
+function memoryAxisMax(
+  devices: readonly IGpuDevice[],
+  samples: readonly ISample[]
+): number | null {
+  let max = 0;
+  for (const device of devices) {
+    max = Math.max(max, device.mem_total_mb ?? 0);
+  }
+  if (max <= 0 && samples.length) {
+    for (const gpu of samples[samples.length - 1].gpus) {
+      max = Math.max(max, gpu.mem_total_mb ?? 0);
+    }
+  }
+  return max > 0 ? max / 1024 : null;
+}
+
+/** A chart layout in the theme's colours. */
+export function chartLayout(
+  theme: IChartTheme,
+  metric: GpuMetric,
+  range?: number[]
+): IChartLayout {
+  const axis = {
+    gridcolor: theme.grid,
+    linecolor: theme.line,
+    zeroline: false,
+    tickfont: { color: theme.fontMuted, size: 10 },
+    fixedrange: false
+  };
+  return {
+    height: 150,
+    margin: { l: 36, r: 8, t: 6, b: 24, pad: 2 },
+    paper_bgcolor: theme.background,
+    plot_bgcolor: theme.background,
+    font: { color: theme.font, family: theme.fontFamily, size: 11 },
+    showlegend: false,
+    hovermode: 'x',
+    hoverlabel: {
+      bgcolor: theme.hoverBackground,
+      bordercolor: theme.line,
+      font: { color: theme.font, family: theme.fontFamily, size: 11 }
+    },
+    uirevision: metric,
+    xaxis: {
+      ...axis,
+      type: 'date',
+      nticks: 4,
+      tickangle: 0,
+      // one-line time labels: a sidebar has no room for plotly's two-line date labels
+      tickformatstops: [
+        { dtickrange: [null, 60000], value: '%H:%M:%S' },
+        { dtickrange: [60000, 86400000], value: '%H:%M' },
+        { dtickrange: [86400000, null], value: '%b %d' }
+      ],
+      hoverformat: '%H:%M:%S'
+    },
+    yaxis: {
+      ...axis,
+      fixedrange: true,
+      ...(range ? { range, autorange: false } : { autorange: true }),
+      ticksuffix: metric === 'util' ? '%' : ''
+    }
+  };
+}

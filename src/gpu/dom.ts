@@ -1,0 +1,76 @@
+/**
+ * Small DOM helpers for the GPU panel's views.
+ *
+ * Every view builds its elements once and updates them in place on each poll; these helpers keep
+ * that cheap and safe: text goes through `textContent` (data is never parsed as HTML) and nothing
+ * is written when the value did not change, so an unchanged panel costs no layout work.
+ */
+
+/** Create an element with a class and optional text. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  if (className) {
+    el.className = className;
+  }
+  if (text !== undefined) {
+    el.textContent = text;
+  }
+  return el;
+}
+
+/** Write text only when it changed (no layout work for unchanged values). */
+export function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) {
+    el.textContent = text;
+  }
+}
+
+/** Show or hide an element (the `hidden` attribute), touching the DOM only on change. */
+export function setHidden(el: HTMLElement, hidden: boolean): void {
+  if (el.hidden !== hidden) {
+    el.hidden = hidden;
+  }
+}
+
+/** Set an attribute only when its value changed. */
+export function setAttr(el: HTMLElement, name: string, value: string): void {
+  if (el.getAttribute(name) !== value) {
+    el.setAttribute(name, value);
+  }
+}
+
+/** Width of a meter's fill, `0%`..`100%`, or hidden when unknown. */
+export function setMeter(fill: HTMLElement, percent: number | null): void {
+  const known = percent !== null && Number.isFinite(percent);
+  setHidden(fill, !known);
+  if (known) {
+    const width = `${Math.min(100, Math.max(0, percent as number)).toFixed(1)}%`;
+    if (fill.style.width !== width) {
+      fill.style.width = width;
+    }
+  }
+}
+
+/**
+ * Make `items` the children of `parent`, in order, moving nodes only where needed (kept nodes
+ * keep their state and cost no DOM work when already in place). Other children are left alone.
+ */
+export function placeInOrder(
+  parent: HTMLElement,
+  items: readonly HTMLElement[]
+): void {
+  let previous: HTMLElement | null = null;
+  for (const item of items) {
+    const expected: ChildNode | null = previous
+      ? previous.nextSibling
+      : parent.firstChild;
+    if (expected !== item) {
+      parent.insertBefore(item, expected);
+    }
+    previous = item;
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The top of the GPU panel and its status lines: title and Refresh button, the meta line (node,
+ * "simulated" badge, driver, "updated N s ago") and the banners that say what state the panel is
+ * in (loading, paused with Resume, request error, sampling error, no GPU, sampling held on by).
+ *
+ * Everything here is derived from the model alone; the panel decides which other sections show.
+ */
+import { NONE, formatAge, formatDuration } from './format';
+import { h, setHidden, setText } from './dom';
+import { GpuModel } from './model';
+
+/** Header, meta line and status banners. */
+export class PanelHeader {
+  constructor(model: GpuModel) {
+    this._model = model;
+
+    this.header = h('div', 'jp-air-gpu-header');
+    const title = h('h2', 'jp-air-gpu-title', 'GPU Resources');
+    this._refresh = h('button', 'jp-air-gpu-refresh', 'Refresh');
+    this._refresh.type = 'button';
+    this._refresh.title = 'Take a sample now';
+    this._refresh.addEventListener('click', () => {
+      void this._model.refresh();
+    });
+    this.header.append(title, this._refresh);
+
+    this.meta = h('div', 'jp-air-gpu-meta');
+    this._node = h('span', 'jp-air-gpu-node', NONE);
+    this._node.title = 'Node';
+    this._backend = h('span', 'jp-air-gpu-backend', 'simulated');
+    this._backend.title =
+      'Simulated telemetry: these are not real GPU readings';
+    this._backend.hidden = true;
+    this._driver = h('span', 'jp-air-gpu-driver');
+    this._driver.hidden = true;
+    this._updated = h('span', 'jp-air-gpu-updated', formatAge(null));
+    this.meta.append(this._node, this._backend, this._driver, this._updated);
+
+    this._loading = h('div', 'jp-air-gpu-loading', 'Loading GPU telemetry…');
+
+    this._paused = h('div', 'jp-air-gpu-paused');
+    this._paused.setAttribute('role', 'status');
+    this._pausedText = h('span', 'jp-air-gpu-paused-text');
+    const resume = h('button', 'jp-air-gpu-resume', 'Resume');
+    resume.type = 'button';
+    resume.addEventListener('click', () => this._model.resume());
+    this._paused.append(this._pausedText, resume);
+    this._paused.hidden = true;
+
+    this._error = h('div', 'jp-air-gpu-error');
+    this._error.setAttribute('role', 'alert');
+    this._error.hidden = true;
+
+    this._warning = h('div', 'jp-air-gpu-warning');
+    this._warning.hidden = true;
+
+    this._nogpu = h('div', 'jp-air-gpu-nogpu');
+    this._nogpu.hidden = true;
+
+    this.banners = [
+      this._loading,
+      this._paused,
+      this._error,
+      this._warning,
+      this._nogpu
+    ];
+
+    this.held = h('div', 'jp-air-gpu-held');
+    this.held.hidden = true;
+  }
+
+  /** Title and Refresh button. */
+  readonly header: HTMLElement;
+  /** Node, backend badge, driver and age of the data. */
+  readonly meta: HTMLElement;
+  /** The status banners shown under the meta line, in order. */
+  readonly banners: readonly HTMLElement[];
+  /** "Sampling kept on by …", shown at the bottom of the panel. */
+  readonly held: HTMLElement;
+
+  /** Update everything from the model. */
+  render(): void {
+    const model = this._model;
+    const payload = model.payload;
+    const status = model.status;
+
+    setHidden(this._backend, payload?.backend !== 'simulated');
+    setText(this._node, payload?.node || NONE);
+    const driver = payload?.driver_version;
+    setHidden(this._driver, !driver);
+    setText(this._driver, driver ? `driver ${driver}` : '');
+
+    setHidden(this._loading, status !== 'loading');
+
+    setHidden(this._paused, status !== 'paused');
+    setText(
+      this._pausedText,
+      `Paused after ${formatDuration(model.idleTimeoutS)} without activity`
+    );
+
+    const error = model.error;
+    setHidden(this._error, error === null);
+    setText(
+      this._error,
+      error === null
+        ? ''
+        : payload
+          ? `Could not update: ${error}`
+          : `Could not load GPU telemetry: ${error}`
+    );
+
+    const warning = payload?.error ?? null;
+    setHidden(this._warning, !warning);
+    setText(this._warning, warning ? `Sampling error: ${warning}` : '');
+
+    const noGpu = payload?.backend === 'none';
+    setHidden(this._nogpu, !noGpu);
+    setText(
+      this._nogpu,
+      noGpu ? payload?.reason || 'No GPU was found on this node.' : ''
+    );
+
+    const held = payload?.held_by ?? [];
+    setHidden(this.held, held.length === 0);
+    setText(
+      this.held,
+      held.length ? `Sampling kept on by: ${held.join(', ')}` : ''
+    );
+
+    const busy = model.isBusy;
+    if (this._refresh.disabled !== busy) {
+      this._refresh.disabled = busy;
+    }
+  }
+
+  /** "updated N s ago" (ticks every second while the panel is shown). */
+  renderAge(): void {
+    setText(this._updated, formatAge(this._model.secondsSinceUpdate()));
+  }
+
+  private readonly _model: GpuModel;
+  private readonly _refresh: HTMLButtonElement;
+  private readonly _node: HTMLElement;
+  private readonly _backend: HTMLElement;
+  private readonly _driver: HTMLElement;
+  private readonly _updated: HTMLElement;
+  private readonly _loading: HTMLElement;
+  private readonly _paused: HTMLElement;
+  private readonly _pausedText: HTMLElement;
+  private readonly _error: HTMLElement;
+  private readonly _warning: HTMLElement;
+  private readonly _nogpu: HTMLElement;
+}
