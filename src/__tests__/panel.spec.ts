@@ -3,6 +3,7 @@ import { Widget } from '@lumino/widgets';
 import { GpuModel } from '../gpu/model';
 import { GpuPanel } from '../gpu/panel';
 import { IChartTheme } from '../gpu/theme';
+import { RENDER_MEASURE } from '../gpu/timing';
 import { ISample } from '../gpu/types';
 import {
   FakeRenderer,
@@ -14,6 +15,19 @@ import {
 } from './fixtures';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
+
+/** A renderer that, like plotly's, must load before it draws; `loaded()` finishes loading. */
+class LazyRenderer extends FakeRenderer {
+  loaded: () => void = () => undefined;
+  loads = 0;
+
+  load(): Promise<void> {
+    this.loads++;
+    return new Promise(resolve => {
+      this.loaded = resolve;
+    });
+  }
+}
 
 async function advance(ms: number): Promise<void> {
   await jest.advanceTimersByTimeAsync(ms);
@@ -53,11 +67,12 @@ describe('GpuPanel', () => {
   async function open(
     meta: FakeServer['meta'] = {},
     makeSample?: (t: number) => ISample,
-    history: ISample[] = []
+    history: ISample[] = [],
+    chartRenderer: FakeRenderer = new FakeRenderer()
   ): Promise<void> {
     server = new FakeServer(meta, makeSample);
     server.history = history;
-    renderer = new FakeRenderer();
+    renderer = chartRenderer;
     model = new GpuModel({ fetch: server.fetch });
     opened = [];
     theme = {
@@ -504,6 +519,36 @@ describe('GpuPanel', () => {
       expect(y.length).toBeGreaterThan(100);
       expect(Math.max(...(y as number[]))).toBe(100);
       expect(Math.min(...(y as number[]))).toBe(10);
+    });
+
+    it('draws once the chart library has loaded, and times that draw with its update', async () => {
+      const measures: string[] = [];
+      const perf = performance as any;
+      const measure = perf.measure;
+      perf.measure = (name: string) => {
+        measures.push(name);
+      };
+      try {
+        const lazy = new LazyRenderer();
+        const updates = () =>
+          measures.filter(name => name === RENDER_MEASURE).length;
+        await open({}, undefined, [], lazy);
+        expect(lazy.loads).toBe(1);
+        expect(lazy.renders).toHaveLength(0);
+        // the first data's update is not over: its charts are still to be drawn
+        const before = updates();
+        // a new sample while loading: still one load, still the same update
+        await advance(10_000);
+        expect(lazy.loads).toBe(1);
+        expect(updates()).toBe(before);
+        lazy.loaded();
+        await advance(0);
+        expect(lazy.renders.length).toBeGreaterThan(0);
+        expect(lazy.renders[0].traces[0].y).toHaveLength(2);
+        expect(updates()).toBe(before + 1);
+      } finally {
+        perf.measure = measure;
+      }
     });
 
     it('purges the charts when disposed', async () => {

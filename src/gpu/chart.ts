@@ -35,6 +35,12 @@ export interface IChartLayout {
 
 /** Draws charts into elements. */
 export interface IChartRenderer {
+  /**
+   * Load what drawing needs (plotly is loaded on first use). Optional: a renderer without it
+   * draws at once. The panel draws only after this resolved, so that the first (full history)
+   * draw happens, and is timed, within the panel's update rather than later on its own.
+   */
+  load?(): Promise<void>;
   /** Draw (or update in place) the chart in `el`. `el` is attached and visible. */
   render(el: HTMLElement, traces: IChartTrace[], layout: IChartLayout): void;
   /** Fit the chart to its element's new size. */

@@ -32,6 +32,7 @@ export class ChartsView {
     this._canShow = options.canShow;
     this._themeReader = options.readTheme;
     this._scheduleFrame = options.scheduleFrame;
+    this._loaded = !this._renderer?.load;
 
     this.node = h('div', 'jp-air-gpu-charts');
     for (const metric of METRIC_ORDER) {
@@ -89,6 +90,10 @@ export class ChartsView {
       this._timer.finish();
       return;
     }
+    if (!this._loaded) {
+      this._load(); // the update stays open: its charts are drawn once the renderer is here
+      return;
+    }
     if (this._framePending) {
       return;
     }
@@ -106,6 +111,25 @@ export class ChartsView {
         this._renderer.purge(this._plots[metric]);
       }
     }
+  }
+
+  /** Load the renderer once, then draw what is stale. */
+  private _load(): void {
+    if (this._loading) {
+      return;
+    }
+    this._loading = true;
+    void this._renderer!.load!().then(
+      () => {
+        this._loaded = true;
+        this.render();
+      },
+      reason => {
+        console.warn('jupyter-air: cannot load the chart library', reason);
+        this._renderer = null;
+        this.render();
+      }
+    );
   }
 
   /** Whether a chart does not show the current data and theme. */
@@ -203,7 +227,7 @@ export class ChartsView {
   }
 
   private readonly _model: GpuModel;
-  private readonly _renderer: IChartRenderer | null;
+  private _renderer: IChartRenderer | null;
   private readonly _timer: UpdateTimer;
   private readonly _canShow: () => boolean;
   private readonly _themeReader: () => IChartTheme;
@@ -216,6 +240,8 @@ export class ChartsView {
   > = {};
   private _next = 0;
   private _framePending = false;
+  private _loaded: boolean;
+  private _loading = false;
   private _seriesCache: {
     version: number;
     intervalS: number;

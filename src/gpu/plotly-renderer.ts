@@ -35,6 +35,12 @@ function loadPlotly(): Promise<IPlotlyStatic> {
 
 /** Draws charts with plotly. */
 export class PlotlyRenderer implements IChartRenderer {
+  load(): Promise<void> {
+    return loadPlotly().then(plotly => {
+      this._plotly = plotly;
+    });
+  }
+
   render(el: HTMLElement, traces: IChartTrace[], layout: IChartLayout): void {
     if (this._plotly) {
       this._drawn.add(el);
