@@ -19,7 +19,7 @@ module.exports = {
       ...process.env,
       AIR_UI_GPUS: process.env.AIR_UI_GPUS || '8',
       AIR_UI_INTERVAL: process.env.AIR_UI_INTERVAL || '0.05',
-      AIR_UI_HISTORY: process.env.AIR_UI_HISTORY || '36',
+      AIR_UI_HISTORY: process.env.AIR_UI_HISTORY || '38',
       AIR_UI_IDLE: '600'
     },
     timeout: 180 * 1000,
