@@ -20,7 +20,13 @@ echo "==> Galata (Chromium)"
 (
   cd ui-tests
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 jlpm install
-  CI=${CI:-} jlpm playwright test
+  if ! CI=${CI:-} jlpm playwright test; then
+    for log in ../.jupyter-test/ui-server*.log; do
+      echo "==> last lines of $log"
+      tail -n 40 "$log"
+    done
+    exit 1
+  fi
 )
 
 echo "==> pytest"

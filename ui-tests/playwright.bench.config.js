@@ -13,7 +13,7 @@ module.exports = {
   timeout: 240 * 1000,
   use: { ...base.use, baseURL: `http://localhost:${port}` },
   webServer: {
-    command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.port=${port}`,
+    command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.port=${port} 2> ../.jupyter-test/ui-server-bench.log`,
     url: `http://localhost:${port}/lab`,
     env: {
       ...process.env,

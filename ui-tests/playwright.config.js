@@ -5,6 +5,8 @@
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
 const port = process.env.AIR_UI_PORT || '8911';
+// server logs go to files (printed by scripts/test.sh when a test fails), not into the test output
+const logDir = process.env.AIR_UI_LOG_DIR || '../.jupyter-test';
 const prefixPort = process.env.AIR_UI_PREFIX_PORT || '8912';
 const chromium = process.env.AIR_CHROMIUM || '/usr/bin/chromium';
 
@@ -34,14 +36,14 @@ module.exports = {
   },
   webServer: [
     {
-      command: 'jlpm start',
+      command: `mkdir -p ${logDir} && jlpm start 2> ${logDir}/ui-server.log`,
       url: `http://localhost:${port}/lab`,
       timeout: 180 * 1000,
       reuseExistingServer: !process.env.CI
     },
     {
       // JupyterHub-style prefix, real NVML backend (no GPU data on a machine without a driver)
-      command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.base_url=/user/alice/ --ServerApp.port=${prefixPort}`,
+      command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.base_url=/user/alice/ --ServerApp.port=${prefixPort} 2> ${logDir}/ui-server-prefix.log`,
       url: `http://localhost:${prefixPort}/user/alice/lab`,
       env: { ...process.env, JUPYTER_AIR_GPU_BACKEND: 'auto' },
       timeout: 180 * 1000,
