@@ -343,8 +343,11 @@ describe('GpuPanel', () => {
       'ada',
       'python -m ipykernel_launcher -f /tmp/kernel-5c1.json',
       '38.09 GiB',
-      'train/llm.ipynb'
+      'llm.ipynb'
     ]);
+    expect(
+      rows[0].querySelector<HTMLElement>('.jp-air-gpu-notebook-link')!.title
+    ).toBe('Open train/llm.ipynb');
     expect(
       rows[0].querySelector<HTMLElement>('.jp-air-gpu-process-command')!.title
     ).toBe('python -m ipykernel_launcher -f /tmp/kernel-5c1.json');

@@ -129,14 +129,16 @@ export class ProcessesTable {
     const openPath = this._openPath;
     if (kernel?.path) {
       const path = kernel.path;
+      // the file name reads in a narrow column; the full path is in the tooltip
+      const name = path.split('/').pop() || path;
       if (openPath) {
-        const link = h('button', 'jp-air-gpu-notebook-link', path);
+        const link = h('button', 'jp-air-gpu-notebook-link', name);
         link.type = 'button';
         link.title = `Open ${path}`;
         link.addEventListener('click', () => openPath(path));
         notebook.append(link);
       } else {
-        notebook.append(h('span', 'jp-air-gpu-notebook-path', path));
+        notebook.append(h('span', 'jp-air-gpu-notebook-path', name));
         notebook.title = path;
       }
     } else if (kernel?.kernel_name) {

@@ -5,11 +5,22 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
 
-test.use({ viewport: { width: 1440, height: 900 } });
+test.use({ viewport: { width: 1440, height: 1500 } });
 
-test('README screenshot', async ({ page, request, baseURL }) => {
-  await page.notebook.createNew('train-llm.ipynb', { kernel: 'python3' });
-  await page.notebook.setCell(0, 'code', 'import torch  # your training here');
+test('README screenshot', async ({ page, request, baseURL, tmpPath }) => {
+  const notebook = {
+    cells: [],
+    metadata: {
+      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  };
+  const notebookPath = `${tmpPath}/train-llm.ipynb`;
+  await page.contents.uploadContent(JSON.stringify(notebook), "text", notebookPath);
+  await page.notebook.openByPath(notebookPath);
+  await page.notebook.setCell(0, 'code', 'print("training on the GPUs of this node…")');
+  await page.notebook.runCell(0, true);
   // let some history build up
   await request.get(`${baseURL}/air/api/gpu`);
   await page.waitForTimeout(Number(process.env.AIR_SCREENSHOT_WAIT || 60000));
@@ -22,8 +33,18 @@ test('README screenshot', async ({ page, request, baseURL }) => {
     'train-llm.ipynb',
     { timeout: 20000 }
   );
+  // a wider sidebar, so the charts and the processes table read well
+  const handle = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)').last();
+  const box = await handle.boundingBox();
+  if (box) {
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x - 260, box.y + box.height / 2, { steps: 10 });
+    await page.mouse.up();
+  }
   await page.waitForTimeout(1500);
   await page.screenshot({
+    clip: { x: 0, y: 0, width: 1440, height: 1010 },
     path: path.resolve(__dirname, '..', '..', 'docs', 'img', 'gpu-panel.png')
   });
 });
