@@ -6,15 +6,21 @@ first request on the server's event loop, and everything stops with the server.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import os
+from pathlib import Path
 
+from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Enum, Float, Int, TraitError, Unicode, validate
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
 from ..telemetry.backends import BACKEND_CHOICES
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
 from .kernel_owners import kernel_owners
+from .mlflow_handlers import mlflow_handlers
+from .mlflow_service import MlflowService
 
 
 class JupyterAir(ExtensionApp):
@@ -53,6 +59,27 @@ class JupyterAir(ExtensionApp):
         "", config=True, help="Name of this node in GPU Resources (default: the host name)."
     )
 
+    data_dir = Unicode(
+        config=True,
+        help="Folder for jupyter-air's data: the embedded MLflow store and artifacts, job runs, "
+        "logs. Default: <jupyter data dir>/air.",
+    )
+    mlflow_embedded = Bool(
+        True,
+        config=True,
+        help="Start an MLflow tracking server (SQLite store under data_dir) when the Jupyter "
+        "server has no MLFLOW_TRACKING_URI. With False and no URI, MLflow features are off.",
+    )
+    mlflow_start_timeout = Float(
+        180.0,
+        config=True,
+        help="Seconds the embedded MLflow server may take to answer before it is restarted.",
+    )
+
+    @default("data_dir")
+    def _default_data_dir(self) -> str:
+        return str(Path(jupyter_data_dir()) / "air")
+
     @validate("gpu_poll_interval")
     def _valid_interval(self, proposal: dict) -> float:
         if proposal["value"] <= 0:
@@ -87,10 +114,32 @@ class JupyterAir(ExtensionApp):
             node=self.node_name or None,
             owners=owners,
         )
-        self.settings["jupyter_air"] = {"gpu": self.gpu}
+        self.mlflow = MlflowService(
+            base_url=serverapp.base_url,
+            data_dir=Path(self.data_dir).expanduser(),
+            embedded=self.mlflow_embedded,
+            start_timeout_s=self.mlflow_start_timeout,
+        )
+        # Kernels inherit the server's environment: this is how `mlflow.start_run()` typed in a
+        # notebook finds the tracking server, and how run links find the UI.
+        kernel_env = self.mlflow.kernel_environment(
+            server_url=getattr(serverapp, "custom_display_url", "") or None,
+            root_dir=getattr(serverapp, "root_dir", None),
+        )
+        self._environ_before = {name: os.environ.get(name) for name in kernel_env}
+        os.environ.update(kernel_env)
+        self.mlflow.start()
+        self.settings["jupyter_air"] = {"gpu": self.gpu, "mlflow": self.mlflow}
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(gpu_handlers())
+        self.handlers.extend(mlflow_handlers())
 
     async def stop_extension(self) -> None:
         await self.gpu.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.mlflow.stop)
+        for name, value in getattr(self, "_environ_before", {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

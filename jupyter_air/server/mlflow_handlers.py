@@ -1,0 +1,267 @@
+"""REST handlers for MLflow (status, runs, experiments) and the proxy that serves its UI at
+``<base_url>air/mlflow/`` behind Jupyter's login.
+
+Resources for the authorizer: ``air-mlflow`` (status and UI), ``air-runs`` (runs and
+experiments).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+from typing import Any
+
+import tornado.web
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from jupyter_server_proxy.handlers import ProxyHandler
+
+from .mlflow_service import RUN_STATUSES, MlflowService
+
+log = logging.getLogger(__name__)
+
+MLFLOW_RESOURCE = "air-mlflow"
+RUNS_RESOURCE = "air-runs"
+
+
+def _service(handler: tornado.web.RequestHandler) -> MlflowService:
+    return handler.settings["jupyter_air"]["mlflow"]
+
+
+class MlflowStatusHandler(ExtensionHandlerMixin, APIHandler):
+    auth_resource = MLFLOW_RESOURCE
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        service = _service(self)
+        status = service.status()
+        if status["state"] == "external":
+            status["reachable"] = await service.reachable()
+        self.finish(json.dumps(status))
+
+
+class _RunsBase(ExtensionHandlerMixin, APIHandler):
+    auth_resource = RUNS_RESOURCE
+
+    async def _not_ready(self, service: MlflowService) -> dict[str, Any] | None:
+        """The status to answer with when MLflow cannot be queried now, else None."""
+        if not service.ready:
+            return service.status()
+        if not await service.reachable():
+            return self._unreachable(service, ConnectionError("no answer to /health"))
+        return None
+
+    def _unreachable(self, service: MlflowService, error: Exception) -> dict[str, Any]:
+        status = service.status()
+        status["state"] = "failed"
+        status["error"] = f"MLflow at {status['tracking_uri']} did not answer: {error}"
+        log.warning("jupyter-air: %s", status["error"])
+        return status
+
+
+class RunsHandler(_RunsBase):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from mlflow.exceptions import MlflowException
+
+        service = _service(self)
+        notebook = self.get_query_argument("notebook", None)
+        experiment_id = self.get_query_argument("experiment_id", None)
+        status = self.get_query_argument("status", None) or None
+        if not notebook and not experiment_id:
+            raise tornado.web.HTTPError(400, "Give 'notebook' (a path) or 'experiment_id'.")
+        if status is not None and status.upper() not in RUN_STATUSES:
+            raise tornado.web.HTTPError(
+                400, f"'status' must be one of {', '.join(RUN_STATUSES)} (got {status!r})"
+            )
+        try:
+            limit = int(self.get_query_argument("limit", "100"))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 1000:
+            raise tornado.web.HTTPError(400, "'limit' must be a whole number from 1 to 1000")
+
+        from ..tracking.naming import current_user, default_experiment_name
+
+        answer: dict[str, Any] = {
+            "mlflow": service.status(),
+            "experiment": None,
+            "experiment_name": default_experiment_name(notebook, current_user())
+            if notebook
+            else None,
+            "runs": [],
+            "truncated": False,
+        }
+        not_ready = await self._not_ready(service)
+        if not_ready is not None:
+            answer["mlflow"] = not_ready
+            self.finish(json.dumps(answer))
+            return
+        try:
+            if experiment_id:
+                experiment = await service.run_blocking(
+                    lambda: service.client.get_experiment(experiment_id)
+                )
+                name = experiment.name
+            else:
+                experiment, name = await service.run_blocking(
+                    service.experiment_for_notebook, notebook
+                )
+            answer["experiment_name"] = name
+            if experiment is not None:
+                answer["experiment"] = {
+                    "experiment_id": experiment.experiment_id,
+                    "name": experiment.name,
+                }
+                runs, truncated = await service.run_blocking(
+                    service.list_runs, experiment.experiment_id, status and status.upper(), limit
+                )
+                answer["runs"], answer["truncated"] = runs, truncated
+        except MlflowException as error:
+            if error.error_code == "RESOURCE_DOES_NOT_EXIST":
+                raise tornado.web.HTTPError(
+                    404, f"No MLflow experiment with id {experiment_id!r}"
+                ) from None
+            answer["mlflow"] = self._unreachable(service, error)
+        except OSError as error:
+            answer["mlflow"] = self._unreachable(service, error)
+        self.finish(json.dumps(answer))
+
+
+class ExperimentsHandler(_RunsBase):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from mlflow.exceptions import MlflowException
+
+        service = _service(self)
+        answer: dict[str, Any] = {"mlflow": service.status(), "experiments": []}
+        not_ready = await self._not_ready(service)
+        if not_ready is not None:
+            answer["mlflow"] = not_ready
+        else:
+            try:
+                answer["experiments"] = await service.run_blocking(service.list_experiments)
+            except (MlflowException, OSError) as error:
+                answer["mlflow"] = self._unreachable(service, error)
+        self.finish(json.dumps(answer))
+
+
+STARTING_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>MLflow is starting</title>
+<style>body{{font-family:sans-serif;margin:3em;color:#333}}</style></head>
+<body><h2>{title}</h2><p>{detail}</p></body></html>
+"""
+
+
+class MlflowProxyHandler(ProxyHandler):
+    """Serves the MLflow UI (and its API, for the UI) from the tracking server we proxy.
+
+    Authentication is enforced by ``ProxyHandler.prepare``; authorisation is checked here. MLflow
+    3.5+ rejects requests whose Host/Origin are not its own, so both are rewritten.
+    """
+
+    auth_resource = MLFLOW_RESOURCE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.proxy_base = "air/mlflow"
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        await super().prepare(*args, **kwargs)
+        if self._finished:
+            return
+        action = "read" if self.request.method in ("GET", "HEAD", "OPTIONS") else "write"
+        if not self.authorizer.is_authorized(self, self.current_user, action, MLFLOW_RESOURCE):
+            raise tornado.web.HTTPError(403, "You don't have access to the MLflow UI.")
+
+    def _target(self) -> tuple[str, int]:
+        service = _service(self)
+        target = service.proxy_target
+        if target is None:
+            raise tornado.web.HTTPError(
+                404,
+                "No MLflow UI is served here"
+                + (f": open {service.ui} directly." if service.ui else "."),
+            )
+        return target
+
+    def _refuse_while_not_ready(self) -> bool:
+        service = _service(self)
+        if service.ready:
+            return False
+        status = service.status()
+        if status["state"] == "starting":
+            title = f"MLflow is starting ({status['elapsed_s'] or 0:.0f} s)…"
+            detail = "This page reloads by itself when it is ready (usually 5 to 60 s)."
+        else:
+            title = "MLflow is not running"
+            detail = html.escape(status.get("error") or "The tracking server stopped.")
+        self.set_status(503)
+        self.set_header("Retry-After", "2")
+        if "text/html" in self.request.headers.get("Accept", ""):
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.finish(STARTING_PAGE.format(title=html.escape(title), detail=detail))
+        else:
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": title, "mlflow": status}))
+        return True
+
+    def get_request_headers_override(self) -> dict[str, str]:
+        host, port = self._target()
+        headers = {"Host": f"{host}:{port}"}
+        if "Origin" in self.request.headers:
+            headers["Origin"] = f"http://{host}:{port}"
+        return headers
+
+    async def _forward(self, proxied_path: str) -> None:
+        host, port = self._target()
+        if self._refuse_while_not_ready():
+            return
+        await ProxyHandler.proxy(self, host, port, proxied_path)
+
+    async def http_get(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+    async def open(self, proxied_path: str = "") -> None:
+        host, port = self._target()
+        await self.proxy_open(host, port, proxied_path)
+
+    async def post(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+    async def put(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+    async def patch(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+    async def delete(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+    async def head(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+    async def options(self, proxied_path: str = "") -> None:
+        await self._forward(proxied_path)
+
+
+class MlflowAddSlashHandler(ExtensionHandlerMixin, APIHandler):
+    @tornado.web.authenticated
+    def get(self) -> None:
+        self.redirect(self.request.path + "/")
+
+
+def mlflow_handlers() -> list[tuple[str, type]]:
+    return [
+        (r"/air/api/mlflow", MlflowStatusHandler),
+        (r"/air/api/runs", RunsHandler),
+        (r"/air/api/experiments", ExperimentsHandler),
+        (r"/air/mlflow", MlflowAddSlashHandler),
+        (r"/air/mlflow/(.*)", MlflowProxyHandler),
+    ]

@@ -1,0 +1,32 @@
+"""Names shared by the kernel side and the server side: the default experiment of a notebook and
+the tags jupyter-air puts on runs."""
+
+from __future__ import annotations
+
+import getpass
+import os
+
+TAG_NOTEBOOK = "jupyter_air.notebook"
+TAG_KERNEL_ID = "jupyter_air.kernel_id"
+TAG_LAUNCHER = "jupyter_air.launcher"
+
+
+def current_user() -> str:
+    """The person using this Jupyter server: the JupyterHub user when there is one."""
+    user = os.environ.get("JUPYTERHUB_USER")
+    if user:
+        return user
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return "user"
+
+
+def default_experiment_name(notebook_path: str | None, user: str | None = None) -> str:
+    """``/Users/{user}/{notebook}``: the notebook's path from the server root, without the
+    ``.ipynb`` suffix (so two notebooks of the same name in different folders stay apart)."""
+    user = user or current_user()
+    path = (notebook_path or "").strip().strip("/")
+    if path.endswith(".ipynb"):
+        path = path[: -len(".ipynb")]
+    return f"/Users/{user}/{path or 'notebook'}"

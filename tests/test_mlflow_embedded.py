@@ -1,0 +1,148 @@
+"""The extension starts its own MLflow server, serves its UI behind Jupyter's login, tells
+kernels where it is, and stops it with the Jupyter server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from tornado.httpclient import HTTPClientError
+
+
+@pytest.fixture
+def air_config(tmp_path: Path) -> dict:
+    return {
+        "gpu_backend": "none",
+        "mlflow_embedded": True,
+        "data_dir": str(tmp_path / "air-data"),
+    }
+
+
+async def wait_ready(jp_fetch, timeout: float = 150.0) -> dict:
+    deadline = time.monotonic() + timeout
+    seen = set()
+    while time.monotonic() < deadline:
+        status = json.loads((await jp_fetch("air", "api", "mlflow")).body)
+        seen.add(status["state"])
+        if status["state"] == "ready":
+            status["seen"] = seen
+            return status
+        await asyncio.sleep(0.25)
+    raise AssertionError(f"MLflow not ready in {timeout} s: {status}")
+
+
+async def test_embedded_server_lifecycle_proxy_and_kernel_env(
+    jp_fetch, jp_serverapp, jp_base_url, tmp_path
+):
+    service = jp_serverapp.web_app.settings["jupyter_air"]["mlflow"]
+    assert service.mode == "embedded"
+    # kernels inherit these from the server's environment
+    assert os.environ["MLFLOW_TRACKING_URI"] == service.process.url
+    assert os.environ["JUPYTER_AIR_MLFLOW_UI"] == f"{jp_base_url}air/mlflow/"
+    assert os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] == "true"
+    assert os.environ["JUPYTER_AIR_BASE_URL"] == jp_base_url
+
+    first = json.loads((await jp_fetch("air", "api", "mlflow")).body)
+    assert first["state"] in ("starting", "ready")
+    if first["state"] == "starting":
+        assert first["elapsed_s"] is not None
+    status = await wait_ready(jp_fetch)
+    assert status["mode"] == "embedded"
+    assert status["ui"] == f"{jp_base_url}air/mlflow/"
+    assert (tmp_path / "air-data" / "mlflow" / "mlflow.db").exists()
+
+    # the UI and its API through the proxy, with Jupyter's token
+    page = await jp_fetch("air", "mlflow/", headers={"Accept": "text/html"})
+    assert page.code == 200 and b"<html" in page.body.lower()
+    created = await jp_fetch(
+        "air",
+        "mlflow",
+        "ajax-api",
+        "2.0",
+        "mlflow",
+        "experiments",
+        "create",
+        method="POST",
+        body=json.dumps({"name": "through-the-proxy"}),
+        headers={"Origin": "http://localhost:8888", "Content-Type": "application/json"},
+    )
+    assert json.loads(created.body)["experiment_id"]
+
+    # without a token: no MLflow content
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch(
+            "air",
+            "mlflow",
+            "ajax-api",
+            "2.0",
+            "mlflow",
+            "experiments",
+            "search",
+            headers={"Authorization": ""},
+            follow_redirects=False,
+        )
+    assert error.value.code in (302, 403)
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch(
+            "air",
+            "mlflow",
+            "ajax-api",
+            "2.0",
+            "mlflow",
+            "experiments",
+            "create",
+            method="POST",
+            body="{}",
+            headers={"Authorization": ""},
+        )
+    assert error.value.code == 403
+
+    # a kernel started by this server gets the tracking URI and the UI path
+    await jp_fetch("api", "contents", "nb", method="PUT", body=json.dumps({"type": "directory"}))
+    session = json.loads(
+        (
+            await jp_fetch(
+                "api",
+                "sessions",
+                method="POST",
+                body=json.dumps(
+                    {
+                        "path": "nb/a.ipynb",
+                        "type": "notebook",
+                        "name": "a.ipynb",
+                        "kernel": {"name": "python3"},
+                    }
+                ),
+            )
+        ).body
+    )
+    kernel = jp_serverapp.kernel_manager.get_kernel(session["kernel"]["id"])
+    environ = psutil.Process(kernel.provisioner.pid).environ()
+    assert environ["MLFLOW_TRACKING_URI"] == service.process.url
+    assert environ["JUPYTER_AIR_MLFLOW_UI"] == f"{jp_base_url}air/mlflow/"
+    notebook = os.path.relpath(environ["JPY_SESSION_NAME"], environ["JUPYTER_AIR_ROOT_DIR"])
+    assert notebook == "nb/a.ipynb"
+    await jp_fetch("api", "sessions", session["id"], method="DELETE")
+
+    # stopping the Jupyter server stops MLflow's whole process group
+    process_pid = service.process.pid
+    group = [p for p in psutil.process_iter() if _pgid(p.pid) == process_pid]
+    assert group
+    (air,) = jp_serverapp.extension_manager.extension_apps["jupyter_air"]
+    await air.stop_extension()
+    for proc in group:
+        with pytest.raises(psutil.NoSuchProcess):
+            proc.wait(timeout=10) if proc.is_running() else psutil.Process(proc.pid)
+    assert "MLFLOW_TRACKING_URI" not in os.environ  # the server's environment is restored
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
