@@ -180,14 +180,16 @@ class MlflowProxyHandler(ProxyHandler):
         if not self.authorizer.is_authorized(self, self.current_user, action, MLFLOW_RESOURCE):
             raise tornado.web.HTTPError(403, "You don't have access to the MLflow UI.")
 
-    def _target(self) -> tuple[str, int]:
+    def _target(self) -> tuple[str, int] | None:
+        """Where to forward to; None (with a 404 already answered) when nothing is proxied."""
         service = _service(self)
         target = service.proxy_target
         if target is None:
-            raise tornado.web.HTTPError(
-                404,
+            self.set_status(404)
+            self.set_header("Content-Type", "text/plain; charset=utf-8")
+            self.finish(
                 "No MLflow UI is served here"
-                + (f": open {service.ui} directly." if service.ui else "."),
+                + (f": open {service.ui} directly." if service.ui else ".")
             )
         return target
 
@@ -213,24 +215,30 @@ class MlflowProxyHandler(ProxyHandler):
         return True
 
     def get_request_headers_override(self) -> dict[str, str]:
-        host, port = self._target()
+        target = _service(self).proxy_target
+        if target is None:
+            return {}
+        host, port = target
         headers = {"Host": f"{host}:{port}"}
         if "Origin" in self.request.headers:
             headers["Origin"] = f"http://{host}:{port}"
         return headers
 
     async def _forward(self, proxied_path: str) -> None:
-        host, port = self._target()
-        if self._refuse_while_not_ready():
+        target = self._target()
+        if target is None or self._refuse_while_not_ready():
             return
-        await ProxyHandler.proxy(self, host, port, proxied_path)
+        await ProxyHandler.proxy(self, target[0], target[1], proxied_path)
 
     async def http_get(self, proxied_path: str = "") -> None:
         await self._forward(proxied_path)
 
     async def open(self, proxied_path: str = "") -> None:
-        host, port = self._target()
-        await self.proxy_open(host, port, proxied_path)
+        target = _service(self).proxy_target
+        if target is None:
+            self.close(code=1011, reason="No MLflow UI is served here")
+            return
+        await self.proxy_open(target[0], target[1], proxied_path)
 
     async def post(self, proxied_path: str = "") -> None:
         await self._forward(proxied_path)

@@ -1,0 +1,195 @@
+"""The MLflow status, runs and experiments API, and the UI proxy, with the user's own tracking
+server (MLFLOW_TRACKING_URI on loopback: the session's real MLflow server)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_air.server.mlflow_process import free_port
+from jupyter_air.tracking.naming import TAG_NOTEBOOK, current_user, default_experiment_name
+
+
+@pytest.fixture
+def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+
+
+@pytest.fixture
+def client(mlflow_server):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=mlflow_server.url)
+
+
+def body(response) -> dict:
+    return json.loads(response.body)
+
+
+def make_runs(client, notebook: str) -> tuple[str, dict[str, str]]:
+    """An experiment with a finished run, a failed one, a parent and its child."""
+    name = default_experiment_name(notebook, current_user())
+    experiment_id = client.create_experiment(name)
+    ids = {}
+    for label, status in (("first", "FINISHED"), ("broken", "FAILED"), ("parent", "RUNNING")):
+        run = client.create_run(experiment_id, run_name=label, tags={TAG_NOTEBOOK: notebook})
+        client.log_metric(run.info.run_id, "loss", 0.25)
+        client.log_metric(run.info.run_id, "system/cpu_utilization_percentage", 50)
+        if status != "RUNNING":
+            client.set_terminated(run.info.run_id, status)
+        ids[label] = run.info.run_id
+        time.sleep(0.01)
+    child = client.create_run(
+        experiment_id,
+        run_name="child",
+        tags={TAG_NOTEBOOK: notebook, "mlflow.parentRunId": ids["parent"]},
+    )
+    ids["child"] = child.info.run_id
+    return experiment_id, ids
+
+
+async def test_status_of_a_users_server(jp_fetch, mlflow_server, jp_base_url):
+    status = body(await jp_fetch("air", "api", "mlflow"))
+    assert status["mode"] == "external"
+    assert status["state"] == "external"
+    assert status["reachable"] is True
+    assert status["tracking_uri"] == mlflow_server.url
+    # a loopback server is proxied: the browser may not reach 127.0.0.1 of this machine
+    assert status["ui"] == f"{jp_base_url}air/mlflow/"
+    page = await jp_fetch("air", "mlflow/", headers={"Accept": "text/html"})
+    assert page.code == 200
+
+
+async def test_runs_of_a_notebook(jp_fetch, client):
+    notebook = f"exp-{uuid.uuid4().hex[:8]}/train.ipynb"
+    experiment_id, ids = make_runs(client, notebook)
+    answer = body(await jp_fetch("air", "api", "runs", params={"notebook": notebook}))
+    assert answer["experiment"] == {
+        "experiment_id": experiment_id,
+        "name": default_experiment_name(notebook, current_user()),
+    }
+    runs = {r["run_name"]: r for r in answer["runs"]}
+    assert set(runs) == {"first", "broken", "parent", "child"}
+    assert answer["runs"][0]["run_name"] == "child"  # newest first
+    assert runs["broken"]["status"] == "FAILED"
+    assert runs["child"]["parent_run_id"] == ids["parent"]
+    assert runs["first"]["metrics"] == {"loss": 0.25}  # system metrics are left out
+    assert runs["first"]["links"]["run"] == f"#/experiments/{experiment_id}/runs/{ids['first']}"
+    assert runs["first"]["links"]["system_metrics"].endswith("/system-metrics")
+    assert runs["first"]["tags"][TAG_NOTEBOOK] == notebook
+    assert answer["truncated"] is False
+
+    failed = body(
+        await jp_fetch("air", "api", "runs", params={"notebook": notebook, "status": "failed"})
+    )
+    assert [r["run_name"] for r in failed["runs"]] == ["broken"]
+    limited = body(
+        await jp_fetch("air", "api", "runs", params={"experiment_id": experiment_id, "limit": "2"})
+    )
+    assert len(limited["runs"]) == 2 and limited["truncated"] is True
+
+
+async def test_a_notebook_whose_runs_moved_experiment_follows_its_latest_run(jp_fetch, client):
+    notebook = f"moved-{uuid.uuid4().hex[:8]}.ipynb"
+    elsewhere = client.create_experiment(f"team-{uuid.uuid4().hex[:8]}")
+    client.create_run(elsewhere, run_name="r", tags={TAG_NOTEBOOK: notebook})
+    answer = body(await jp_fetch("air", "api", "runs", params={"notebook": notebook}))
+    assert answer["experiment"]["experiment_id"] == elsewhere
+
+
+async def test_a_notebook_without_runs_names_the_experiment_it_will_use(jp_fetch):
+    notebook = f"new/{uuid.uuid4().hex[:8]}.ipynb"
+    answer = body(await jp_fetch("air", "api", "runs", params={"notebook": notebook}))
+    assert answer["experiment"] is None
+    assert answer["runs"] == []
+    assert answer["experiment_name"] == default_experiment_name(notebook, current_user())
+
+
+async def test_experiments_are_listed_newest_first(jp_fetch, client):
+    name = f"listed-{uuid.uuid4().hex[:8]}"
+    client.create_experiment(name)
+    answer = body(await jp_fetch("air", "api", "experiments"))
+    assert answer["experiments"][0]["name"] == name
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "message"),
+    [
+        ({}, 400, "Give 'notebook'"),
+        ({"experiment_id": "424242"}, 404, "No MLflow experiment with id '424242'"),
+        ({"notebook": "a.ipynb", "status": "DONE"}, 400, "'status' must be one of"),
+        ({"notebook": "a.ipynb", "limit": "0"}, 400, "'limit' must be"),
+    ],
+)
+async def test_bad_queries_are_clear_errors(jp_fetch, params, code, message):
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("air", "api", "runs", params=params)
+    assert error.value.code == code
+    assert message in json.loads(error.value.response.body)["message"]
+
+
+@pytest.mark.parametrize(
+    "parts", [("air", "api", "runs"), ("air", "api", "experiments"), ("air", "api", "mlflow")]
+)
+async def test_every_endpoint_needs_the_token(jp_fetch, parts):
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch(*parts, params={"notebook": "a.ipynb"}, headers={"Authorization": ""})
+    assert error.value.code == 403
+
+
+async def test_unreachable_server_is_reported_with_its_uri(jp_fetch, jp_serverapp):
+    service = jp_serverapp.web_app.settings["jupyter_air"]["mlflow"]
+    service.user_uri = service.tracking_uri = f"http://127.0.0.1:{free_port()}"
+    service._external_health = None
+    started = time.monotonic()
+    answer = body(await jp_fetch("air", "api", "runs", params={"notebook": "a.ipynb"}))
+    assert time.monotonic() - started < 10
+    assert answer["mlflow"]["state"] == "failed"
+    assert service.user_uri in answer["mlflow"]["error"]
+    assert answer["runs"] == []
+
+
+async def test_a_remote_server_is_linked_to_not_proxied(jp_fetch, jp_serverapp):
+    from jupyter_air.server.mlflow_service import MlflowService
+
+    service = MlflowService(
+        base_url="/user/alice/",
+        data_dir=jp_serverapp.root_dir,
+        environ={"MLFLOW_TRACKING_URI": "https://mlflow.example.com/"},
+    )
+    assert service.proxy_target is None
+    assert service.ui == "https://mlflow.example.com/"
+    jp_serverapp.web_app.settings["jupyter_air"]["mlflow"] = service
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("air", "mlflow/")
+    assert error.value.code == 404
+    assert "open https://mlflow.example.com/ directly" in error.value.response.body.decode()
+
+
+async def test_while_mlflow_starts_everything_says_so(jp_fetch, jp_serverapp, tmp_path):
+    from jupyter_air.server.mlflow_service import MlflowService
+
+    service = MlflowService(base_url="/", data_dir=tmp_path, embedded=True, environ={})
+    service.process.state = "starting"
+    service.process.started_at = time.monotonic() - 3
+    jp_serverapp.web_app.settings["jupyter_air"]["mlflow"] = service
+
+    status = body(await jp_fetch("air", "api", "mlflow"))
+    assert status["state"] == "starting" and status["elapsed_s"] >= 3
+    runs = body(await jp_fetch("air", "api", "runs", params={"notebook": "a.ipynb"}))
+    assert runs["mlflow"]["state"] == "starting" and runs["runs"] == []
+
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("air", "mlflow/", headers={"Accept": "text/html"})
+    assert error.value.code == 503
+    page = error.value.response.body.decode()
+    assert "MLflow is starting (3 s)" in page and 'http-equiv="refresh"' in page
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("air", "mlflow", "ajax-api", "2.0", "mlflow", "experiments", "search")
+    assert error.value.code == 503
+    assert json.loads(error.value.response.body)["message"].startswith("MLflow is starting")

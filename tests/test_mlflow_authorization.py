@@ -1,0 +1,38 @@
+"""The MLflow UI proxy and the runs API go through the server's authorizer."""
+
+from __future__ import annotations
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+
+@pytest.fixture
+def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_air": True},
+            "authorizer_class": "authorizers.DenyAirMlflow",
+        },
+        "JupyterAir": air_config,
+    }
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("air", "mlflow/"),
+        ("air", "mlflow", "ajax-api", "2.0", "mlflow", "experiments", "search"),
+        ("air", "api", "runs"),
+        ("air", "api", "experiments"),
+        ("air", "api", "mlflow"),
+    ],
+)
+async def test_denied_users_get_403(jp_fetch, parts):
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch(*parts, params={"notebook": "a.ipynb"})
+    assert error.value.code == 403
+
+
+async def test_the_gpu_panel_stays_available(jp_fetch):
+    assert (await jp_fetch("air", "api", "gpu")).code == 200
