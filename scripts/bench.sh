@@ -18,6 +18,8 @@ fi
 
 echo "==> Server-side GPU telemetry"
 python bench/gpu_telemetry.py
+echo "==> Embedded MLflow server"
+python bench/mlflow_start.py
 echo "==> Panel render time in Chromium"
 cd ui-tests
 jlpm playwright test --config playwright.bench.config.js panel-render
