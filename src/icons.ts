@@ -3,10 +3,17 @@
  */
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import flaskSvgstr from '../style/icons/flask.svg';
 import gpuSvgstr from '../style/icons/gpu.svg';
 
 /** A GPU chip: the GPU Resources side panel's tab. */
 export const gpuIcon = new LabIcon({
   name: 'jupyter-air:gpu',
   svgstr: gpuSvgstr
+});
+
+/** A lab flask: the Experiment panel's tab and the MLflow tab. */
+export const experimentsIcon = new LabIcon({
+  name: 'jupyter-air:experiments',
+  svgstr: flaskSvgstr
 });

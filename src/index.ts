@@ -5,24 +5,39 @@
  * "Open GPU Resources" command (and palette entry), restores the panel with the layout, feeds it
  * user activity (so it stops polling when nobody is there) and theme changes (so charts stay
  * readable). Everything it shows lives in src/gpu/.
+ *
+ * `jupyter-air:mlflow` adds the "MLflow" tab and its command `jupyter-air:open-mlflow`
+ * (src/mlflow/ui-tab.ts); `jupyter-air:mlflow-run-renderer` renders run displays in cell outputs
+ * (src/mlflow/run-renderer.ts); `jupyter-air:experiments` puts the "Experiments" panel in the
+ * right sidebar with its command `jupyter-air:open-experiments` (src/experiments/).
  */
 import {
   ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  IThemeManager,
+  MainAreaWidget,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { CommandIDs } from './commands';
+import { ExperimentsModel } from './experiments/model';
+import { ExperimentsPanel } from './experiments/panel';
 import { watchActivity } from './gpu/activity';
 import { GpuModel } from './gpu/model';
 import { GpuPanel } from './gpu/panel';
 import { PlotlyRenderer } from './gpu/plotly-renderer';
-import { gpuIcon } from './icons';
+import { experimentsIcon, gpuIcon } from './icons';
+import { createRunRendererFactory } from './mlflow/run-renderer';
+import { MlflowStatusStore } from './mlflow/status';
+import { MlflowOpener, MlflowView } from './mlflow/ui-tab';
 
-/** Command ids. */
-export namespace CommandIDs {
-  export const openGpuResources = 'jupyter-air:open-gpu-resources';
-}
+export { CommandIDs } from './commands';
 
 /** The id of the GPU Resources panel (stable: the layout restorer and the UI tests use it). */
 export const GPU_PANEL_ID = 'jupyter-air-gpu';
@@ -84,6 +99,148 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [gpuPlugin];
+/** The id of the Experiment panel (stable: the layout restorer and the UI tests use it). */
+export const EXPERIMENTS_PANEL_ID = 'jupyter-air-experiments';
+
+/** The MLflow status, shared by the MLflow tab's command and the Experiment panel. */
+const mlflowStatus = new MlflowStatusStore();
+
+/** A string argument of a command, `undefined` when absent or not a string. */
+function stringArg(
+  args: { [key: string]: unknown },
+  name: string
+): string | undefined {
+  const value = args[name];
+  return typeof value === 'string' && value ? value : undefined;
+}
+
+const mlflowPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-air:mlflow',
+  description: 'The MLflow UI in a JupyterLab tab.',
+  autoStart: true,
+  optional: [ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const tracker = new WidgetTracker<MainAreaWidget<MlflowView>>({
+      namespace: 'jupyter-air-mlflow'
+    });
+    const opener = new MlflowOpener({
+      store: mlflowStatus,
+      addTab: widget => {
+        app.shell.add(widget, 'main');
+        void tracker.add(widget);
+      },
+      activate: widget => app.shell.activateById(widget.id)
+    });
+
+    app.commands.addCommand(CommandIDs.openMlflow, {
+      label: 'Open MLflow',
+      caption: 'Open the MLflow tracking UI in a tab',
+      icon: experimentsIcon,
+      execute: args =>
+        opener.open(stringArg(args, 'path') ?? null, {
+          // restoring the layout must not pop up browser tabs
+          allowWindow: args.restore !== true
+        })
+    });
+    if (palette) {
+      palette.addItem({ command: CommandIDs.openMlflow, category: 'MLflow' });
+    }
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: CommandIDs.openMlflow,
+        args: () => ({ restore: true }),
+        name: () => 'mlflow'
+      });
+    }
+    // know early where the UI is, so the command can open a browser tab within the click
+    void app.restored.then(() => mlflowStatus.fetch()).catch(() => undefined);
+  }
+};
+
+const runRendererPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-air:mlflow-run-renderer',
+  description:
+    'Renders MLflow run displays (application/vnd.jupyter-air.run+json).',
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry) => {
+    rendermime.addFactory(createRunRendererFactory(app.commands), 10);
+  }
+};
+
+const experimentsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-air:experiments',
+  description: "Experiments side panel: the active notebook's MLflow runs.",
+  autoStart: true,
+  optional: [INotebookTracker, ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker | null,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const model = new ExperimentsModel({ store: mlflowStatus });
+    const panel = new ExperimentsPanel({ model, commands: app.commands });
+    panel.id = EXPERIMENTS_PANEL_ID;
+    panel.title.icon = experimentsIcon;
+    panel.title.caption = 'Experiments';
+    app.shell.add(panel, 'right', { rank: 1010 });
+    if (restorer) {
+      restorer.add(panel, EXPERIMENTS_PANEL_ID);
+    }
+
+    if (notebooks) {
+      // follow the active notebook, and its renames
+      let watched: NotebookPanel | null = null;
+      const follow = () => {
+        model.setNotebook(notebooks.currentWidget?.context.path ?? null);
+      };
+      const onCurrentChanged = () => {
+        if (watched && !watched.isDisposed) {
+          watched.context.pathChanged.disconnect(follow);
+        }
+        watched = notebooks.currentWidget;
+        if (watched) {
+          watched.context.pathChanged.connect(follow);
+        }
+        follow();
+      };
+      notebooks.currentChanged.connect(onCurrentChanged);
+      onCurrentChanged();
+    }
+    panel.disposed.connect(() => model.dispose());
+
+    app.commands.addCommand(CommandIDs.openExperiments, {
+      label: 'Open Experiments',
+      caption: "Show the MLflow runs of the active notebook's experiment",
+      icon: experimentsIcon,
+      execute: args => {
+        const experimentId = stringArg(args, 'experiment_id');
+        const runId = stringArg(args, 'run_id');
+        if (experimentId !== undefined || runId !== undefined) {
+          model.focusRun({ experiment_id: experimentId, run_id: runId });
+        }
+        app.shell.activateById(panel.id);
+      }
+    });
+    if (palette) {
+      palette.addItem({
+        command: CommandIDs.openExperiments,
+        category: 'MLflow'
+      });
+    }
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<any>[] = [
+  gpuPlugin,
+  mlflowPlugin,
+  runRendererPlugin,
+  experimentsPlugin
+];
 
 export default plugins;

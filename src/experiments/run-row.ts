@@ -1,0 +1,196 @@
+/**
+ * One run in the Experiment panel: name (a link to the run in MLflow), status badge, start time,
+ * duration and a few latest metrics, with its child runs nested below. Built once per run id and
+ * updated in place on each poll.
+ */
+import { h, setAttr, setHidden, setText } from '../gpu/dom';
+import {
+  formatFullTime,
+  formatMetric,
+  formatRunDuration,
+  formatStartTime,
+  runDurationMs,
+  statusClass,
+  statusLabel
+} from '../mlflow/format';
+import { safeFragment, uiLink } from '../mlflow/links';
+import { IRun } from '../mlflow/types';
+
+/** At most this many metrics per run. */
+export const MAX_METRICS = 4;
+
+export class RunRow {
+  constructor(runId: string, onOpen: (row: RunRow) => void) {
+    this.runId = runId;
+    this.node = h('li', 'jp-air-exp-run');
+    this.node.dataset.runId = runId;
+
+    this._row = h('div', 'jp-air-exp-run-row');
+    this._row.tabIndex = 0;
+    this._row.setAttribute('role', 'button');
+
+    const line1 = h('div', 'jp-air-exp-run-line');
+    this._name = h('a', 'jp-air-exp-run-name');
+    this._name.target = '_blank';
+    this._name.rel = 'noopener noreferrer';
+    this._status = h('span', 'jp-air-exp-run-status jp-air-status-badge');
+    line1.append(this._name, this._status);
+
+    const line2 = h('div', 'jp-air-exp-run-line jp-air-exp-run-times');
+    this._start = h('span', 'jp-air-exp-run-start');
+    this._duration = h('span', 'jp-air-exp-run-duration');
+    line2.append(this._start, this._duration);
+
+    this._metrics = h('div', 'jp-air-exp-run-metrics');
+    this._row.append(line1, line2, this._metrics);
+
+    this.children = h('ul', 'jp-air-exp-run-children');
+    this.node.append(this._row, this.children);
+
+    const newTab = (event: MouseEvent) =>
+      event.button !== 0 ||
+      event.ctrlKey ||
+      event.metaKey ||
+      event.shiftKey ||
+      event.altKey;
+    this._name.addEventListener('click', event => {
+      if (newTab(event)) {
+        event.stopPropagation(); // the browser opens the href; the row does nothing
+        return;
+      }
+      event.preventDefault();
+    });
+    this._row.addEventListener('click', event => {
+      if (!newTab(event)) {
+        onOpen(this);
+      }
+    });
+    this._row.addEventListener('keydown', event => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        onOpen(this);
+      }
+    });
+  }
+
+  /** The run's id. */
+  readonly runId: string;
+  /** The `<li>` of the run (its row and its children). */
+  readonly node: HTMLLIElement;
+  /** Where the child runs go. */
+  readonly children: HTMLUListElement;
+
+  /** The run shown. */
+  get run(): IRun | null {
+    return this._run;
+  }
+
+  /** Show a run's latest data; `ui` is the MLflow UI URL for the link (none: no href). */
+  update(run: IRun, ui: string | null, now: number): void {
+    this._run = run;
+    this.node.dataset.status = String(run.status);
+    const name = run.run_name || run.run_id;
+    setText(this._name, name);
+    setAttr(
+      this._name,
+      'title',
+      `Open ${name} in MLflow (run ID ${run.run_id})`
+    );
+    const fragment = safeFragment(run.links?.run);
+    const href = fragment !== null ? uiLink(ui, fragment) : null;
+    if (href !== null) {
+      setAttr(this._name, 'href', href);
+    } else {
+      this._name.removeAttribute('href');
+    }
+
+    setText(this._status, statusLabel(String(run.status)));
+    const statusClassName = `jp-air-exp-run-status jp-air-status-badge ${statusClass(String(run.status))}`;
+    if (this._status.className !== statusClassName) {
+      this._status.className = statusClassName;
+    }
+
+    setText(this._start, formatStartTime(numberOrNull(run.start_time), now));
+    setAttr(
+      this._start,
+      'title',
+      `Started ${formatFullTime(numberOrNull(run.start_time))}`
+    );
+    this.tick(now);
+
+    const metrics =
+      run.metrics && typeof run.metrics === 'object' ? run.metrics : {};
+    const names = Object.keys(metrics);
+    const key = JSON.stringify(
+      names.slice(0, MAX_METRICS).map(n => [n, metrics[n]])
+    );
+    if (key !== this._metricsKey) {
+      this._metricsKey = key;
+      this._metrics.replaceChildren(
+        ...names.slice(0, MAX_METRICS).map(n => {
+          const item = h('span', 'jp-air-exp-metric');
+          item.append(
+            h('span', 'jp-air-exp-metric-name', n),
+            h('span', 'jp-air-exp-metric-value', formatMetric(metrics[n]))
+          );
+          item.title = `${n} = ${String(metrics[n])}`;
+          return item;
+        })
+      );
+    }
+    setHidden(this._metrics, names.length === 0);
+    setAttr(
+      this._metrics,
+      'title',
+      names.length > MAX_METRICS
+        ? names.map(n => `${n} = ${String(metrics[n])}`).join('\n')
+        : ''
+    );
+  }
+
+  /** Update the duration (ticks while RUNNING). */
+  tick(now: number): void {
+    const run = this._run;
+    if (!run) {
+      return;
+    }
+    const ms = runDurationMs(
+      String(run.status),
+      numberOrNull(run.start_time),
+      numberOrNull(run.end_time),
+      now
+    );
+    setText(this._duration, ms === null ? '' : formatRunDuration(ms));
+    setHidden(this._duration, ms === null);
+  }
+
+  /** Mark the run as the highlighted one. */
+  setHighlighted(highlighted: boolean): void {
+    this.node.classList.toggle('jp-mod-highlighted', highlighted);
+    if (highlighted) {
+      this._row.setAttribute('aria-current', 'true');
+    } else {
+      this._row.removeAttribute('aria-current');
+    }
+  }
+
+  /** Scroll the run into view (when the browser can). */
+  scrollIntoView(): void {
+    if (typeof this._row.scrollIntoView === 'function') {
+      this._row.scrollIntoView({ block: 'nearest' });
+    }
+  }
+
+  private readonly _row: HTMLDivElement;
+  private readonly _name: HTMLAnchorElement;
+  private readonly _status: HTMLSpanElement;
+  private readonly _start: HTMLSpanElement;
+  private readonly _duration: HTMLSpanElement;
+  private readonly _metrics: HTMLDivElement;
+  private _metricsKey = '';
+  private _run: IRun | null = null;
+}
+
+function numberOrNull(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}

@@ -1,0 +1,327 @@
+/**
+ * The renderer of run displays (`application/vnd.jupyter-air.run+json`) in cell outputs.
+ *
+ * A compact card: run name, status badge with duration (ticking while RUNNING), experiment,
+ * "nested in …" / "resumed" markers, and links to the run, its system metrics and the experiment
+ * in the MLflow tab, plus a button that opens the Experiment panel on the run.
+ *
+ * Each link is a real `<a href>` (the UI URL + fragment) so middle-click and "open in new tab"
+ * work; a plain click runs `jupyter-air:open-mlflow` instead, which shows it inside JupyterLab.
+ * The kernel updates the display in place when the run's status changes: `renderModel` is called
+ * again on the same widget and updates the card.
+ *
+ * Everything comes from kernel output (possibly an untrusted notebook): text goes through
+ * `textContent`, hrefs only take http(s) URLs or paths and `#` fragments (see links.ts).
+ */
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import { CommandIDs, ICommandRunner } from '../commands';
+import { h, setAttr, setHidden, setText } from '../gpu/dom';
+import {
+  formatFullTime,
+  formatRunDuration,
+  runDurationMs,
+  statusClass,
+  statusLabel
+} from './format';
+import { safeFragment, safeUiUrl, uiLink } from './links';
+import { IRunDisplay, RUN_MIME_TYPE, asRunDisplay } from './types';
+
+/** What a link of the card opens. */
+type LinkKind = 'run' | 'system_metrics' | 'experiment';
+
+/** A rendered run display. */
+export class RunRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(options: RunRenderer.IOptions) {
+    super();
+    this.addClass('jp-air-run');
+    this._commands = options.commands;
+    this._mimeType = options.mimeType ?? RUN_MIME_TYPE;
+    this._now = options.now ?? (() => Date.now());
+
+    const header = h('div', 'jp-air-run-header');
+    this._name = h('span', 'jp-air-run-name');
+    this._status = h('span', 'jp-air-run-status jp-air-status-badge');
+    this._duration = h('span', 'jp-air-run-duration');
+    header.append(this._name, this._status, this._duration);
+
+    const meta = h('div', 'jp-air-run-meta');
+    const experiment = h('span', 'jp-air-run-experiment');
+    experiment.append(h('span', 'jp-air-run-label', 'Experiment '));
+    this._experiment = h('span', 'jp-air-run-experiment-name');
+    experiment.append(this._experiment);
+    this._nested = h('span', 'jp-air-run-nested');
+    this._resumed = h('span', 'jp-air-run-resumed', 'resumed');
+    this._resumed.title = 'This run was resumed (MLFLOW_RUN_ID)';
+    meta.append(experiment, this._nested, this._resumed);
+
+    const links = h('div', 'jp-air-run-links');
+    this._links = {
+      run: this._makeLink(
+        'run',
+        'jp-air-run-link-run',
+        'MLflow run',
+        'This run in the MLflow UI'
+      ),
+      system_metrics: this._makeLink(
+        'system_metrics',
+        'jp-air-run-link-metrics',
+        'System metrics',
+        'CPU, memory and GPU of this run in the MLflow UI'
+      ),
+      experiment: this._makeLink(
+        'experiment',
+        'jp-air-run-link-experiment',
+        'Experiment',
+        'All runs of this experiment in the MLflow UI'
+      )
+    };
+    this._panelButton = h(
+      'button',
+      'jp-air-run-open-panel jp-air-run-button',
+      'Experiment panel'
+    );
+    this._panelButton.type = 'button';
+    this._panelButton.title = 'Show this run in the Experiment panel';
+    this._panelButton.addEventListener('click', () => this._openPanel());
+    this._noUi = h('span', 'jp-air-run-no-ui');
+    this._noUi.hidden = true;
+    links.append(
+      this._noUi,
+      this._links.run,
+      this._links.system_metrics,
+      this._links.experiment,
+      this._panelButton
+    );
+
+    this.node.append(header, meta, links);
+  }
+
+  /** The run shown, `null` before the first `renderModel`. */
+  get run(): IRunDisplay | null {
+    return this._run;
+  }
+
+  /** Render (or re-render, on update_display) a run display. */
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const run = asRunDisplay(model.data[this._mimeType]);
+    this._run = run;
+    this._render(run);
+    this._updateTicker();
+    return Promise.resolve();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._stopTicker();
+    super.dispose();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this._renderDuration();
+    this._updateTicker();
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this._stopTicker();
+    super.onBeforeDetach(msg);
+  }
+
+  private _makeLink(
+    kind: LinkKind,
+    className: string,
+    label: string,
+    title: string
+  ): HTMLAnchorElement {
+    const link = h(
+      'a',
+      `jp-air-run-link jp-air-run-button ${className}`,
+      label
+    );
+    link.title = title;
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+    link.addEventListener('click', event => {
+      // new-tab clicks (modifier keys) keep the browser's behaviour
+      if (
+        event.button !== 0 ||
+        event.ctrlKey ||
+        event.metaKey ||
+        event.shiftKey ||
+        event.altKey
+      ) {
+        return;
+      }
+      event.preventDefault();
+      const path = this._run ? safeFragment(this._run.links[kind]) : null;
+      if (path === null) {
+        return;
+      }
+      this._commands
+        .execute(CommandIDs.openMlflow, { path })
+        .catch(reason =>
+          console.warn('jupyter-air: cannot open the MLflow UI', reason)
+        );
+    });
+    return link;
+  }
+
+  private _openPanel(): void {
+    const run = this._run;
+    if (!run) {
+      return;
+    }
+    const args: { [key: string]: string } = {};
+    if (run.experiment_id) {
+      args.experiment_id = run.experiment_id;
+    }
+    if (run.run_id) {
+      args.run_id = run.run_id;
+    }
+    this._commands
+      .execute(CommandIDs.openExperiments, args)
+      .catch(reason =>
+        console.warn('jupyter-air: cannot open the Experiment panel', reason)
+      );
+  }
+
+  private _render(run: IRunDisplay): void {
+    this.node.dataset.status = run.status;
+    this.node.dataset.runId = run.run_id;
+    setText(this._name, run.run_name || run.run_id || 'MLflow run');
+    setAttr(this._name, 'title', run.run_id ? `Run ID ${run.run_id}` : '');
+
+    setText(this._status, statusLabel(run.status));
+    this._status.className = `jp-air-run-status jp-air-status-badge ${statusClass(run.status)}`;
+    this._renderDuration();
+
+    setText(this._experiment, run.experiment_name || run.experiment_id || '—');
+    setAttr(
+      this._experiment,
+      'title',
+      run.experiment_id ? `Experiment ID ${run.experiment_id}` : ''
+    );
+
+    const parent = run.parent_run_id;
+    setHidden(this._nested, parent === null);
+    setText(this._nested, parent ? `nested in ${shortId(parent)}` : '');
+    setAttr(this._nested, 'title', parent ? `Child run of ${parent}` : '');
+    setHidden(this._resumed, !run.resumed);
+
+    // no UI (a tracking store without one, or an unusable URL): no links, and why
+    const ui = safeUiUrl(run.ui);
+    setHidden(this._noUi, ui !== null);
+    setText(
+      this._noUi,
+      ui !== null
+        ? ''
+        : `No MLflow UI link: ${run.no_ui_reason || 'no MLflow UI is known for this run'}`
+    );
+    for (const kind of Object.keys(this._links) as LinkKind[]) {
+      const link = this._links[kind];
+      const fragment = safeFragment(run.links[kind]);
+      const href =
+        ui !== null && fragment !== null ? uiLink(ui, fragment) : null;
+      setHidden(link, href === null);
+      if (href !== null) {
+        setAttr(link, 'href', href);
+      } else {
+        link.removeAttribute('href');
+      }
+    }
+    setHidden(this._panelButton, !run.run_id && !run.experiment_id);
+  }
+
+  private _renderDuration(): void {
+    const run = this._run;
+    if (!run) {
+      return;
+    }
+    const ms = runDurationMs(
+      run.status,
+      run.start_time,
+      run.end_time,
+      this._now()
+    );
+    setHidden(this._duration, ms === null);
+    setText(this._duration, ms === null ? '' : formatRunDuration(ms));
+    const started = formatFullTime(run.start_time);
+    const ended = formatFullTime(run.end_time);
+    setAttr(
+      this._duration,
+      'title',
+      started ? `Started ${started}${ended ? `, ended ${ended}` : ''}` : ''
+    );
+  }
+
+  /** Tick the duration every second while the run is RUNNING and the card is attached. */
+  private _updateTicker(): void {
+    const ticking =
+      this.isAttached &&
+      this._run !== null &&
+      this._run.status === 'RUNNING' &&
+      this._run.end_time === null &&
+      this._run.start_time !== null;
+    if (!ticking) {
+      this._stopTicker();
+    } else if (this._ticker === null) {
+      this._ticker = window.setInterval(() => this._renderDuration(), 1000);
+    }
+  }
+
+  private _stopTicker(): void {
+    if (this._ticker !== null) {
+      window.clearInterval(this._ticker);
+      this._ticker = null;
+    }
+  }
+
+  private readonly _commands: ICommandRunner;
+  private readonly _mimeType: string;
+  private readonly _now: () => number;
+  private readonly _name: HTMLSpanElement;
+  private readonly _status: HTMLSpanElement;
+  private readonly _duration: HTMLSpanElement;
+  private readonly _experiment: HTMLSpanElement;
+  private readonly _nested: HTMLSpanElement;
+  private readonly _resumed: HTMLSpanElement;
+  private readonly _links: Record<LinkKind, HTMLAnchorElement>;
+  private readonly _panelButton: HTMLButtonElement;
+  private readonly _noUi: HTMLSpanElement;
+  private _run: IRunDisplay | null = null;
+  private _ticker: number | null = null;
+}
+
+/** The first 8 characters of an MLflow id (32 hex digits): enough to tell runs apart. */
+function shortId(id: string): string {
+  return id.length > 12 ? id.slice(0, 8) : id;
+}
+
+export namespace RunRenderer {
+  export interface IOptions {
+    /** Runs `jupyter-air:open-mlflow` and `jupyter-air:open-experiments`. */
+    commands: ICommandRunner;
+    /** The MIME type rendered (default `application/vnd.jupyter-air.run+json`). */
+    mimeType?: string;
+    /** Milliseconds clock; defaults to `Date.now`. */
+    now?: () => number;
+  }
+}
+
+/** The rendermime factory of run displays (rank 10: before `text/html`). */
+export function createRunRendererFactory(
+  commands: ICommandRunner
+): IRenderMime.IRendererFactory {
+  return {
+    safe: true,
+    mimeTypes: [RUN_MIME_TYPE],
+    defaultRank: 10,
+    createRenderer: options =>
+      new RunRenderer({ commands, mimeType: options.mimeType })
+  };
+}
