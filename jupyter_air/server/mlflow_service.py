@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..tracking.links import run_links
 from ..tracking.naming import TAG_LAUNCHER, TAG_NOTEBOOK, current_user, default_experiment_name
 from .mlflow_process import READY, EmbeddedMlflow, healthy
 
@@ -29,15 +30,6 @@ UI_PATH = "air/mlflow/"
 RUN_STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _METRICS_SHOWN = 4
-
-
-def run_links(experiment_id: str, run_id: str) -> dict[str, str]:
-    """Links to a run, relative to the MLflow UI (hash routes of its single-page app)."""
-    return {
-        "run": f"#/experiments/{experiment_id}/runs/{run_id}",
-        "system_metrics": f"#/experiments/{experiment_id}/runs/{run_id}/system-metrics",
-        "experiment": f"#/experiments/{experiment_id}/runs",
-    }
 
 
 class MlflowService:

@@ -1,0 +1,93 @@
+"""Wait for a local tracking server that is still starting, saying so, instead of hanging silently.
+
+The embedded MLflow server takes 15 to 55 s to start. Meanwhile MLflow's client retries HTTP
+calls with a growing backoff for minutes and prints nothing. Before the first call of a run, we
+check ``<tracking URI>/health`` and, while it does not answer, report "MLflow is starting (N s)"
+about once a second until it does (or a timeout passes). Only loopback http servers are waited
+for: they are the embedded one (or one the user runs beside Jupyter); a remote server that does
+not answer is MLflow's to report.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+from .links import is_loopback_http, redacted
+
+DEFAULT_TIMEOUT_S = 180.0
+_HEALTHY_CACHE_S = 30.0
+
+_last_healthy: dict[str, float] = {}
+_lock = threading.Lock()
+
+# report(elapsed_s, done): called when waiting starts, about every second, and once when done
+Reporter = Callable[[float, bool], None]
+
+
+class TrackingServerNotReady(RuntimeError):
+    """The local tracking server did not answer in time."""
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_for_tracking_server(
+    tracking_uri: str | None,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    report: Reporter | None = None,
+    poll_s: float = 0.5,
+) -> float:
+    """Return once ``tracking_uri`` answers (at once for remote or non-http URIs): the seconds
+    waited. Raises TrackingServerNotReady after ``timeout_s``."""
+    if not tracking_uri or not is_loopback_http(tracking_uri):
+        return 0.0
+    now = time.monotonic()
+    with _lock:
+        if now - _last_healthy.get(tracking_uri, -_HEALTHY_CACHE_S) < _HEALTHY_CACHE_S:
+            return 0.0
+    start = now
+    reported = -1
+    while not healthy(tracking_uri, timeout=2.0):
+        elapsed = time.monotonic() - start
+        if elapsed > timeout_s:
+            raise TrackingServerNotReady(
+                f"MLflow at {redacted(tracking_uri)} did not answer within {timeout_s:.0f} s. "
+                "JupyterLab's Experiment panel shows the server's state (and its log file); "
+                "once it says ready, run this again."
+            )
+        if report is not None and int(elapsed) != reported:
+            reported = int(elapsed)
+            report(elapsed, False)
+        time.sleep(poll_s)
+    waited = time.monotonic() - start
+    with _lock:
+        _last_healthy[tracking_uri] = time.monotonic()
+    if report is not None and reported >= 0:
+        report(waited, True)
+    return waited
+
+
+def forget(tracking_uri: str | None = None) -> None:
+    """Drop the memory of servers seen healthy (all, or one): the next wait checks again."""
+    with _lock:
+        if tracking_uri is None:
+            _last_healthy.clear()
+        else:
+            _last_healthy.pop(tracking_uri, None)
+
+
+def starting_message(elapsed_s: float, done: bool, *, embedded: bool = True) -> str:
+    if done:
+        return f"MLflow is ready (waited {elapsed_s:.0f} s)."
+    what = "MLflow is starting" if embedded else "Waiting for the MLflow server"
+    return f"{what} ({elapsed_s:.0f} s)…"

@@ -1,0 +1,46 @@
+"""Importing jupyter-air starts nothing and imports no mlflow: not the package, not the server
+extension, not the tracking modules (mlflow is imported on first use)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+MODULES = [
+    "jupyter_air",
+    "jupyter_air.ipython",
+    "jupyter_air.server.app",
+    "jupyter_air.tracking",
+    "jupyter_air.tracking.context",
+    "jupyter_air.tracking.display",
+    "jupyter_air.tracking.experiments",
+    "jupyter_air.tracking.links",
+    "jupyter_air.tracking.naming",
+    "jupyter_air.tracking.notebook_runs",
+    "jupyter_air.tracking.readiness",
+    "jupyter_air.tracking.runs",
+    "jupyter_air.tracking.system_metrics",
+]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_import_does_not_import_mlflow(module):
+    code = (
+        f"import sys, threading; import {module}; "
+        "loaded = sorted(m for m in sys.modules if m == 'mlflow' or m.startswith('mlflow.')); "
+        "assert not loaded, loaded[:5]; "
+        "assert threading.active_count() == 1, threading.enumerate()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_public_names_resolve_lazily():
+    import jupyter_air.tracking as tracking
+
+    for name in tracking.__all__:
+        assert getattr(tracking, name) is not None
+    with pytest.raises(AttributeError):
+        tracking.nothing_here  # noqa: B018
