@@ -46,6 +46,8 @@ def test_default_is_the_notebooks_experiment(server, notebook):
     experiment = resolve_experiment()
     assert experiment.name == f"/Users/{user}/exp/train"
     assert experiment.lifecycle_stage == "active"
+    # opens in the MLflow UI's model-training view, not its GenAI one
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     # resolved again: the same one, not a second
     assert resolve_experiment().experiment_id == experiment.experiment_id
 

@@ -28,6 +28,10 @@ class ExperimentError(ValueError):
     """An experiment that cannot take runs as asked (deleted, or another artifact location)."""
 
 
+# MLflow 3's UI opens an experiment in its GenAI view unless told it is model training
+TRAINING_EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
 def active_experiment_id() -> str | None:
     """The experiment made active in this process by ``mlflow.set_experiment``, if any.
 
@@ -91,7 +95,9 @@ def get_or_create_experiment(
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
         try:
-            experiment_id = client.create_experiment(name, artifact_location=artifact_location)
+            experiment_id = client.create_experiment(
+                name, artifact_location=artifact_location, tags=TRAINING_EXPERIMENT_TAGS
+            )
         except MlflowException as error:
             if error.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
                 raise
