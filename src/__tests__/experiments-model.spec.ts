@@ -348,6 +348,27 @@ describe('ExperimentsModel', () => {
     });
   });
 
+  it("decides on the notebook's answer when focusing a run before it came", async () => {
+    model.setNotebook('a.ipynb');
+    // the notebook's experiment is '1' (FakeRunsServer): nothing to pick
+    model.focusRun({ experiment_id: '1', run_id: 'r1' });
+    model.start();
+    await advance(0);
+    expect(model.selectedExperimentId).toBeNull();
+    expect(server.calls).toEqual([{ notebook: 'a.ipynb', limit: 100 }]);
+
+    model.setNotebook('b.ipynb');
+    model.focusRun({ experiment_id: '5', run_id: 'r9' });
+    await advance(0);
+    // b's answer says experiment 1: the run is elsewhere, so experiment 5 is picked
+    expect(model.selectedExperimentId).toBe('5');
+    expect(server.calls.slice(1)).toEqual([
+      { notebook: 'b.ipynb', limit: 100 },
+      { experiment_id: '5', limit: 100 }
+    ]);
+    expect(model.experimentName).toBe('exp-5');
+  });
+
   it('stops everything when disposed', async () => {
     model.setNotebook('a.ipynb');
     model.start();

@@ -284,6 +284,7 @@ export class ExperimentsModel implements IDisposable {
     if (next === this._notebookPath) {
       return;
     }
+    this._pendingExperiment = null;
     this._notebookPath = next;
     this._notebookExperimentId = null;
     if (this._selected === null) {
@@ -296,6 +297,7 @@ export class ExperimentsModel implements IDisposable {
   /** Show another experiment's runs (`null`: back to the notebook's). */
   selectExperiment(experimentId: string | null): void {
     const next = experimentId || null;
+    this._pendingExperiment = null;
     if (next === this._selected) {
       return;
     }
@@ -331,12 +333,17 @@ export class ExperimentsModel implements IDisposable {
       this._filter = 'ALL';
       changed = true;
     }
-    if (experimentId !== null) {
-      const isNotebooks =
-        this._selected === null &&
-        this._notebookExperimentId !== null &&
-        this._notebookExperimentId === experimentId;
-      if (!isNotebooks && experimentId !== this._selected) {
+    this._pendingExperiment = null;
+    if (experimentId !== null && experimentId !== this._selected) {
+      const followingNotebook =
+        this._selected === null && this._notebookPath !== null;
+      if (followingNotebook && this._notebookExperimentId === null) {
+        // the notebook's experiment is not known yet: decide on its answer
+        this._pendingExperiment = experimentId;
+      } else if (
+        !followingNotebook ||
+        this._notebookExperimentId !== experimentId
+      ) {
         this._selected = experimentId;
         this._targetChanged();
         return;
@@ -464,8 +471,17 @@ export class ExperimentsModel implements IDisposable {
       this._payload = payload;
       this._error = null;
       this._store?.update(payload?.mlflow);
-      if (query.notebook !== undefined && payload?.experiment) {
-        this._notebookExperimentId = payload.experiment.experiment_id;
+      if (query.notebook !== undefined) {
+        const notebookExperiment = payload?.experiment?.experiment_id ?? null;
+        this._notebookExperimentId = notebookExperiment;
+        const pending = this._pendingExperiment;
+        this._pendingExperiment = null;
+        if (pending !== null && pending !== notebookExperiment) {
+          // the run shown is in another experiment than the notebook's: show that one
+          this._selected = pending;
+          this._targetChanged();
+          return;
+        }
       }
     } catch (error) {
       if (this._isDisposed || key !== JSON.stringify(this.query)) {
@@ -485,6 +501,7 @@ export class ExperimentsModel implements IDisposable {
   private _notebookPath: string | null = null;
   private _notebookExperimentId: string | null = null;
   private _selected: string | null = null;
+  private _pendingExperiment: string | null = null;
   private _filter: StatusFilter = 'ALL';
   private _highlight: string | null = null;
   private _scrollRequested = false;

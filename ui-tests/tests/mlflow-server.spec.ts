@@ -1,0 +1,203 @@
+/**
+ * MLflow end to end, on the real server: the embedded tracking server starts with JupyterLab, the
+ * MLflow tab shows its UI (also under a JupyterHub-style base URL), and a run started in a
+ * notebook shows in the cell output and in the Experiments panel.
+ *
+ * Skipped where the server has no MLflow API (`air/api/mlflow` answers 404).
+ */
+import { expect, test } from '@jupyterlab/galata';
+import {
+  APIRequestContext,
+  expect as pwExpect,
+  test as pwTest
+} from '@playwright/test';
+
+const HOSTILE = '<img src=x onerror=alert(1)>';
+/** Starting takes 15–55 s (docs/mlflow.md); leave room on a busy machine. */
+const READY_TIMEOUT = 150_000;
+
+/** A notebook with these code cells (written as a file: typing code would be auto-indented). */
+function notebookJSON(sources: string[]): string {
+  return JSON.stringify({
+    cells: sources.map(source => ({
+      cell_type: 'code',
+      source,
+      metadata: {},
+      outputs: [],
+      execution_count: null
+    })),
+    metadata: {
+      kernelspec: {
+        name: 'python3',
+        display_name: 'Python 3',
+        language: 'python'
+      }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  });
+}
+
+/** The MLflow status, `null` when the server has no MLflow API. */
+async function mlflowStatus(
+  request: APIRequestContext,
+  base: string
+): Promise<{ state: string; ui: string | null } | null> {
+  const response = await request.get(`${base}air/api/mlflow`);
+  if (response.status() === 404) {
+    return null;
+  }
+  expect(response.ok()).toBe(true);
+  return response.json();
+}
+
+async function waitUntilReady(request: APIRequestContext, base: string) {
+  await expect
+    .poll(async () => (await mlflowStatus(request, base))?.state, {
+      timeout: READY_TIMEOUT,
+      intervals: [2000]
+    })
+    .toBe('ready');
+}
+
+async function skipWithoutMlflow(request: APIRequestContext, base: string) {
+  const status = await mlflowStatus(request, base);
+  test.skip(
+    status === null,
+    'this server has no MLflow API (air/api/mlflow is 404)'
+  );
+}
+
+test.describe('MLflow on the real server', () => {
+  test.beforeEach(async ({ page, request, baseURL }) => {
+    await skipWithoutMlflow(request, `${baseURL}/`);
+    page.on('dialog', dialog => {
+      throw new Error(`unexpected dialog: ${dialog.message()}`);
+    });
+  });
+
+  test('"Open MLflow" shows the embedded MLflow UI in a tab', async ({
+    page
+  }) => {
+    test.setTimeout(READY_TIMEOUT + 60_000);
+    await page.keyboard.press('Control+Shift+C');
+    const palette = page.locator('#command-palette');
+    await expect(palette).toBeVisible();
+    await palette.locator('input').fill('Open MLflow');
+    await palette
+      .locator('.lm-CommandPalette-item', { hasText: 'Open MLflow' })
+      .click();
+    const tab = page.locator('#jupyter-air-mlflow');
+    await expect(tab).toBeVisible();
+    const iframe = tab.locator('iframe');
+    // "MLflow is starting (N s)…" until ready, then the UI
+    await expect(iframe).toHaveAttribute('src', '/air/mlflow/', {
+      timeout: READY_TIMEOUT
+    });
+    await expect(
+      page.frameLocator('#jupyter-air-mlflow iframe').locator('body')
+    ).toContainText(/Experiments/i, { timeout: 60_000 });
+  });
+
+  test('a run started in a notebook shows in the cell output and the Experiments panel', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    test.setTimeout(READY_TIMEOUT + 150_000);
+    await waitUntilReady(request, `${baseURL}/`);
+    const path = `${tmpPath}/tracked.ipynb`;
+    await page.contents.uploadContent(
+      notebookJSON([
+        [
+          '%load_ext jupyter_air',
+          'import mlflow',
+          `with mlflow.start_run(run_name=${JSON.stringify(HOSTILE)}):`,
+          '    mlflow.log_metric("loss", 0.25)'
+        ].join('\n')
+      ]),
+      'text',
+      path
+    );
+    await page.notebook.openByPath(path);
+    await page.notebook.runCell(0, true);
+
+    const display = page.locator('.jp-air-run');
+    await expect(display).toHaveCount(1, { timeout: 60_000 });
+    await expect(display.locator('.jp-air-run-name')).toHaveText(HOSTILE);
+    await expect(display.locator('.jp-air-run-status')).toHaveText(
+      /finished/i,
+      {
+        timeout: 30_000
+      }
+    );
+    await expect(page.locator('.jp-air-run img')).toHaveCount(0);
+
+    // the Experiments panel, from the display's button
+    await display.locator('.jp-air-run-open-panel').click();
+    const panel = page.locator('#jupyter-air-experiments');
+    await expect(panel).toBeVisible();
+    await expect(panel.locator('.jp-air-exp-name')).toContainText('tracked');
+    const row = panel.locator('.jp-air-exp-run.jp-mod-highlighted');
+    await expect(row.locator('.jp-air-exp-run-name')).toHaveText(HOSTILE, {
+      timeout: 30_000
+    });
+    await expect(row.locator('.jp-air-exp-metric')).toContainText('loss0.25');
+
+    // the run in the MLflow UI
+    await row.locator('.jp-air-exp-run-row').first().click();
+    const iframe = page.locator('#jupyter-air-mlflow iframe');
+    await expect(iframe).toHaveAttribute(
+      'src',
+      /^\/air\/mlflow\/#\/experiments\/\d+\/runs\/[0-9a-f]{32}$/
+    );
+    await expect(
+      page
+        .frameLocator('#jupyter-air-mlflow iframe')
+        .getByText(HOSTILE, { exact: true })
+        .first()
+    ).toBeVisible({ timeout: 60_000 });
+  });
+});
+
+// JupyterHub-style prefix (plain Playwright: Galata's fixtures assume no prefix)
+const prefixPort = process.env.AIR_UI_PREFIX_PORT || '8912';
+const prefixBase = `http://localhost:${prefixPort}/user/alice/`;
+
+pwTest('the MLflow tab works under /user/alice/', async ({ page, request }) => {
+  pwTest.setTimeout(READY_TIMEOUT + 60_000);
+  const status = await mlflowStatus(request, prefixBase);
+  pwTest.skip(status === null, 'this server has no MLflow API');
+  pwExpect(status!.ui).toBe('/user/alice/air/mlflow/');
+  const paths: string[] = [];
+  page.on('request', r => {
+    const p = new URL(r.url()).pathname;
+    if (p.includes('air/api/mlflow')) {
+      paths.push(p);
+    }
+  });
+  await page.goto(`${prefixBase}lab`);
+  await page.waitForFunction(() => (window as any).jupyterapp?.started);
+  await page.evaluate(async () => {
+    const app = (window as any).jupyterapp;
+    await app.started;
+    await app.restored;
+    await app.commands.execute('jupyter-air:open-mlflow', {
+      path: '#/experiments/0/runs'
+    });
+  });
+  const iframe = page.locator('#jupyter-air-mlflow iframe');
+  await pwExpect(iframe).toHaveAttribute(
+    'src',
+    '/user/alice/air/mlflow/#/experiments/0/runs',
+    { timeout: READY_TIMEOUT }
+  );
+  await pwExpect(
+    page.frameLocator('#jupyter-air-mlflow iframe').locator('body')
+  ).toContainText(/Default|Experiments/i, { timeout: 60_000 });
+  pwExpect(paths.length).toBeGreaterThan(0);
+  for (const p of paths) {
+    pwExpect(p).toMatch(/^\/user\/alice\/air\/api\/mlflow/);
+  }
+});
