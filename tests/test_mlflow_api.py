@@ -193,3 +193,22 @@ async def test_while_mlflow_starts_everything_says_so(jp_fetch, jp_serverapp, tm
         await jp_fetch("air", "mlflow", "ajax-api", "2.0", "mlflow", "experiments", "search")
     assert error.value.code == 503
     assert json.loads(error.value.response.body)["message"].startswith("MLflow is starting")
+
+
+async def test_artifacts_are_served_in_a_sandbox(jp_fetch, client, tmp_path):
+
+    experiment_id = client.create_experiment(f"artifacts-{uuid.uuid4().hex[:8]}")
+    run = client.create_run(experiment_id)
+    report = tmp_path / "report.html"
+    report.write_text("<script>alert(document.cookie)</script>")
+    client.log_artifact(run.info.run_id, str(report))
+    response = await jp_fetch(
+        "air", "mlflow", "get-artifact", params={"path": "report.html", "run_uuid": run.info.run_id}
+    )
+    assert b"alert" in response.body
+    assert response.headers["Content-Security-Policy"] == "sandbox"
+    # the UI itself is not sandboxed
+    page = await jp_fetch("air", "mlflow/", headers={"Accept": "text/html"})
+    assert "Content-Security-Policy" not in page.headers or "sandbox" not in page.headers.get(
+        "Content-Security-Policy", ""
+    )

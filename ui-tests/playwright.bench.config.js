@@ -13,10 +13,11 @@ module.exports = {
   timeout: 240 * 1000,
   use: { ...base.use, baseURL: `http://localhost:${port}` },
   webServer: {
-    command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.port=${port} 2> ../.jupyter-test/ui-server-bench.log`,
+    command: `jupyter lab --config jupyter_server_test_config.py 2> ../.jupyter-test/ui-server-bench.log`,
     url: `http://localhost:${port}/lab`,
     env: {
       ...process.env,
+      AIR_UI_PORT: port,
       AIR_UI_GPUS: process.env.AIR_UI_GPUS || '8',
       AIR_UI_INTERVAL: process.env.AIR_UI_INTERVAL || '0.05',
       AIR_UI_HISTORY: process.env.AIR_UI_HISTORY || '38',

@@ -43,9 +43,13 @@ module.exports = {
     },
     {
       // JupyterHub-style prefix, real NVML backend (no GPU data on a machine without a driver)
-      command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.base_url=/user/alice/ --ServerApp.port=${prefixPort} 2> ${logDir}/ui-server-prefix.log`,
+      command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.base_url=/user/alice/ 2> ${logDir}/ui-server-prefix.log`,
       url: `http://localhost:${prefixPort}/user/alice/lab`,
-      env: { ...process.env, JUPYTER_AIR_GPU_BACKEND: 'auto' },
+      env: {
+        ...process.env,
+        AIR_UI_PORT: prefixPort,
+        JUPYTER_AIR_GPU_BACKEND: 'auto'
+      },
       timeout: 180 * 1000,
       reuseExistingServer: !process.env.CI
     }

@@ -159,6 +159,14 @@ STARTING_PAGE = """<!doctype html>
 """
 
 
+def sandbox_artifacts(response: Any, path: str) -> None:
+    """Artifacts are user content (an HTML report, an SVG): served from Jupyter's origin they
+    could run script with the user's Jupyter rights, so they get a sandbox of their own."""
+    if "artifact" in path:
+        response.headers["Content-Security-Policy"] = "sandbox"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+
+
 class MlflowProxyHandler(ProxyHandler):
     """Serves the MLflow UI (and its API, for the UI) from the tracking server we proxy.
 
@@ -171,6 +179,7 @@ class MlflowProxyHandler(ProxyHandler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.proxy_base = "air/mlflow"
+        self.rewrite_response = (sandbox_artifacts,)
 
     async def prepare(self, *args: Any, **kwargs: Any) -> None:
         await super().prepare(*args, **kwargs)
