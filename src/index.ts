@@ -23,6 +23,7 @@ import {
   WidgetTracker
 } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { CommandIDs } from './commands';
@@ -33,6 +34,7 @@ import { GpuModel } from './gpu/model';
 import { GpuPanel } from './gpu/panel';
 import { PlotlyRenderer } from './gpu/plotly-renderer';
 import { experimentsIcon, gpuIcon } from './icons';
+import { KernelExtensionLoader } from './kernel-extension';
 import { createRunRendererFactory } from './mlflow/run-renderer';
 import { MlflowStatusStore } from './mlflow/status';
 import { MlflowOpener, MlflowView } from './mlflow/ui-tab';
@@ -236,8 +238,51 @@ const experimentsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
+const kernelExtensionPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-air:kernel-extension',
+  description:
+    "Loads jupyter-air's IPython extension into Python notebook kernels (run links for mlflow.start_run()).",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ISettingRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    settings: ISettingRegistry | null
+  ) => {
+    let enabled = true;
+    if (settings) {
+      settings
+        .load(kernelExtensionPlugin.id)
+        .then(loaded => {
+          const read = () => {
+            enabled = loaded.get('autoLoad').composite !== false;
+          };
+          read();
+          loaded.changed.connect(read);
+        })
+        .catch(reason =>
+          console.warn('jupyter-air: kernel extension settings', reason)
+        );
+    }
+    const loader = new KernelExtensionLoader(
+      () => enabled,
+      kernel => {
+        const spec =
+          app.serviceManager.kernelspecs.specs?.kernelspecs[kernel.name];
+        return spec ? spec.language.toLowerCase() === 'python' : undefined;
+      }
+    );
+    notebooks.widgetAdded.connect((_, panel) => {
+      const watching = loader.watch(panel.sessionContext);
+      panel.disposed.connect(() => watching.dispose());
+    });
+  }
+};
+
 const plugins: JupyterFrontEndPlugin<any>[] = [
   gpuPlugin,
+  kernelExtensionPlugin,
   mlflowPlugin,
   runRendererPlugin,
   experimentsPlugin

@@ -2,8 +2,6 @@
  * MLflow end to end, on the real server: the embedded tracking server starts with JupyterLab, the
  * MLflow tab shows its UI (also under a JupyterHub-style base URL), and a run started in a
  * notebook shows in the cell output and in the Experiments panel.
- *
- * Skipped where the server has no MLflow API (`air/api/mlflow` answers 404).
  */
 import { expect, test } from '@jupyterlab/galata';
 import {
@@ -108,7 +106,7 @@ test.describe('MLflow on the real server', () => {
     await page.contents.uploadContent(
       notebookJSON([
         [
-          '%load_ext jupyter_air',
+          // no %load_ext: JupyterLab loads jupyter-air's IPython extension into the kernel
           'import mlflow',
           `with mlflow.start_run(run_name=${JSON.stringify(HOSTILE)}):`,
           '    mlflow.log_metric("loss", 0.25)'
@@ -142,8 +140,8 @@ test.describe('MLflow on the real server', () => {
     });
     await expect(row.locator('.jp-air-exp-metric')).toContainText('loss0.25');
 
-    // the run in the MLflow UI
-    await row.locator('.jp-air-exp-run-row').first().click();
+    // the run in the MLflow UI, from the link in the cell output
+    await display.locator('.jp-air-run-link-run').click();
     const iframe = page.locator('#jupyter-air-mlflow iframe');
     await expect(iframe).toHaveAttribute(
       'src',
