@@ -10,7 +10,7 @@ from mlflow.entities import Run, RunData, RunInfo, RunTag
 
 from jupyter_air.tracking.context import KernelContext
 from jupyter_air.tracking.display import MIME_TYPE, format_duration, run_bundle, run_payload
-from jupyter_air.tracking.links import mlflow_ui
+from jupyter_air.tracking.links import TRAINING_VIEW, mlflow_ui
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 URI = "http://127.0.0.1:5000"
@@ -62,9 +62,9 @@ def test_payload_follows_the_contract():
         "start_time": 1_764_410_000_000,
         "end_time": None,
         "links": {
-            "run": "#/experiments/7/runs/abc123",
-            "system_metrics": "#/experiments/7/runs/abc123/system-metrics",
-            "experiment": "#/experiments/7/runs",
+            "run": "#/experiments/7/runs/abc123" + TRAINING_VIEW,
+            "system_metrics": "#/experiments/7/runs/abc123/system-metrics" + TRAINING_VIEW,
+            "experiment": "#/experiments/7/runs" + TRAINING_VIEW,
         },
         "ui": "/user/alice/air/mlflow/",
     }
@@ -75,9 +75,10 @@ def test_links_under_a_base_url_prefix():
     payload = run_payload(make_run(), experiment_name="e", tracking_uri=URI, context=context())
     bundle = run_bundle(payload)
     html = bundle["text/html"]
-    assert 'href="/user/alice/air/mlflow/#/experiments/7/runs/abc123"' in html
-    assert 'href="/user/alice/air/mlflow/#/experiments/7/runs/abc123/system-metrics"' in html
-    assert 'href="/user/alice/air/mlflow/#/experiments/7/runs"' in html
+    view = TRAINING_VIEW
+    assert f'href="/user/alice/air/mlflow/#/experiments/7/runs/abc123{view}"' in html
+    assert f'href="/user/alice/air/mlflow/#/experiments/7/runs/abc123/system-metrics{view}"' in html
+    assert f'href="/user/alice/air/mlflow/#/experiments/7/runs{view}"' in html
     assert 'target="_blank" rel="noopener noreferrer"' in html
     assert "/user/alice/air/mlflow/#/experiments/7/runs/abc123" in bundle["text/plain"]
     assert bundle[MIME_TYPE] is payload
@@ -87,7 +88,9 @@ def test_links_with_the_servers_public_url():
     ctx = context(server_url="https://hub.example.com/user/alice/")
     payload = run_payload(make_run(), experiment_name="e", tracking_uri=URI, context=ctx)
     bundle = run_bundle(payload, server_url=ctx.server_url)
-    expected = "https://hub.example.com/user/alice/air/mlflow/#/experiments/7/runs/abc123"
+    expected = (
+        "https://hub.example.com/user/alice/air/mlflow/#/experiments/7/runs/abc123" + TRAINING_VIEW
+    )
     assert f'href="{expected}"' in bundle["text/html"]
     assert expected in bundle["text/plain"]
     assert payload["ui"] == "/user/alice/air/mlflow/"  # the JSON keeps the UI as given
@@ -99,7 +102,8 @@ def test_an_external_ui_url_is_linked_as_it_is():
         make_run(), experiment_name="e", tracking_uri="https://mlflow.example.com", context=ctx
     )
     bundle = run_bundle(payload, server_url="https://hub.example.com/")
-    assert 'href="https://mlflow.example.com/#/experiments/7/runs/abc123"' in bundle["text/html"]
+    expected = "https://mlflow.example.com/#/experiments/7/runs/abc123" + TRAINING_VIEW
+    assert f'href="{expected}"' in bundle["text/html"]
 
 
 def test_hostile_names_are_escaped_in_html_and_raw_in_json():

@@ -93,9 +93,10 @@ def test_runs_typed_in_a_notebook(executed):
     html = shown["data"]["text/html"]
     assert "<img" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
-    assert f'href="{UI}#/experiments/{experiment_id}/runs/{run_id}"' in html
-    assert f'href="{UI}#/experiments/{experiment_id}/runs/{run_id}/system-metrics"' in html
-    assert f'href="{UI}#/experiments/{experiment_id}/runs"' in html
+    view = "?workflowType=machine_learning"
+    assert f'href="{UI}#/experiments/{experiment_id}/runs/{run_id}{view}"' in html
+    assert f'href="{UI}#/experiments/{experiment_id}/runs/{run_id}/system-metrics{view}"' in html
+    assert f'href="{UI}#/experiments/{experiment_id}/runs{view}"' in html
     assert "FINISHED" in shown["data"]["text/plain"]
     # MLflow's own link line stays suppressed; nothing went to stderr
     text = stream_text(nb)

@@ -16,12 +16,18 @@ from .context import KernelContext
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
+# MLflow 3's UI has a GenAI and a model-training view; runs of training belong in the latter
+TRAINING_VIEW = "?workflowType=machine_learning"
+
+
 def run_links(experiment_id: str, run_id: str) -> dict[str, str]:
-    """Links to a run, relative to the MLflow UI (hash routes of its single-page app)."""
+    """Links to a run, relative to the MLflow UI (hash routes of its single-page app), opening
+    its model-training view."""
+    run = f"#/experiments/{experiment_id}/runs/{run_id}"
     return {
-        "run": f"#/experiments/{experiment_id}/runs/{run_id}",
-        "system_metrics": f"#/experiments/{experiment_id}/runs/{run_id}/system-metrics",
-        "experiment": f"#/experiments/{experiment_id}/runs",
+        "run": run + TRAINING_VIEW,
+        "system_metrics": f"{run}/system-metrics{TRAINING_VIEW}",
+        "experiment": f"#/experiments/{experiment_id}/runs{TRAINING_VIEW}",
     }
 
 

@@ -145,7 +145,7 @@ test.describe('MLflow on the real server', () => {
     const iframe = page.locator('#jupyter-air-mlflow iframe');
     await expect(iframe).toHaveAttribute(
       'src',
-      /^\/air\/mlflow\/#\/experiments\/\d+\/runs\/[0-9a-f]{32}$/
+      /^\/air\/mlflow\/#\/experiments\/\d+\/runs\/[0-9a-f]{32}\?workflowType=machine_learning$/
     );
     await expect(
       page
