@@ -20,6 +20,7 @@ echo "==> Server-side GPU telemetry"
 python bench/gpu_telemetry.py
 echo "==> Embedded MLflow server"
 python bench/mlflow_start.py
+python bench/mlflow_run_display.py
 echo "==> Panel render time in Chromium"
 cd ui-tests
 jlpm playwright test --config playwright.bench.config.js panel-render
