@@ -27,6 +27,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   echo "==> Installing npm packages"
   jlpm install
   echo "==> Installing jupyter-air (editable) with its test dependencies"
+  # torch (the `torch` extra) pinned: 2.13.0 is a CPU build on these machines, where a newer
+  # release would pull a multi-GB CUDA build
+  pip install --quiet --disable-pip-version-check "torch==2.13.0"
   pip install --quiet --disable-pip-version-check -e ".[test]"
   touch "$stamp"
 fi
