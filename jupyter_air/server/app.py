@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
+from tornado.ioloop import IOLoop
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
 from ..telemetry.backends import BACKEND_CHOICES
@@ -114,9 +115,10 @@ class JupyterAir(ExtensionApp):
             node=self.node_name or None,
             owners=owners,
         )
+        data_dir = Path(self.data_dir).expanduser()
         self.mlflow = MlflowService(
             base_url=serverapp.base_url,
-            data_dir=Path(self.data_dir).expanduser(),
+            data_dir=data_dir,
             embedded=self.mlflow_embedded,
             start_timeout_s=self.mlflow_start_timeout,
         )
@@ -126,9 +128,12 @@ class JupyterAir(ExtensionApp):
             server_url=getattr(serverapp, "custom_display_url", "") or None,
             root_dir=getattr(serverapp, "root_dir", None),
         )
+        kernel_env["JUPYTER_AIR_DATA_DIR"] = str(data_dir)
         self._environ_before = {name: os.environ.get(name) for name in kernel_env}
         os.environ.update(kernel_env)
         self.mlflow.start()
+        # once the server's event loop runs: hold GPU sampling while this node trains
+        IOLoop.current().add_callback(self.gpu.watch_hold_files, data_dir)
         self.settings["jupyter_air"] = {"gpu": self.gpu, "mlflow": self.mlflow}
 
     def initialize_handlers(self) -> None:

@@ -9,13 +9,16 @@ the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from ..telemetry import History, Hold, PollLoop, Sampler, create_backend
+from ..telemetry.hold_files import live_holds
 from ..telemetry.samples import KernelOwner
 
 GZIP_MIN_BYTES = 1024
@@ -44,6 +47,33 @@ class GpuService:
             context=owners,
             close=self.sampler.close,
         )
+        self._hold_watcher: asyncio.Task[None] | None = None
+        self._file_holds: dict[str, Hold] = {}
+
+    def watch_hold_files(self, data_dir: Path, interval_s: float = 2.0) -> None:
+        """Hold sampling awake while processes of this node (kernels running `.distributed()`,
+        workload supervisors) say they train, through files in ``<data_dir>/gpu-holds``.
+        Call on the running event loop; runs until ``stop()``."""
+        if self._hold_watcher is None:
+            self._hold_watcher = asyncio.get_running_loop().create_task(
+                self._watch_hold_files(data_dir, interval_s), name="jupyter-air-gpu-holds"
+            )
+
+    async def _watch_hold_files(self, data_dir: Path, interval_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                live = await loop.run_in_executor(None, live_holds, data_dir)
+                for name, reason in live.items():
+                    if name not in self._file_holds:
+                        self._file_holds[name] = self.hold(reason)
+                for name in [n for n in self._file_holds if n not in live]:
+                    self._file_holds.pop(name).release()
+                await asyncio.sleep(interval_s)
+        finally:
+            for hold in self._file_holds.values():
+                hold.release()
+            self._file_holds.clear()
 
     def ensure_started(self) -> None:
         """Start the poll loop on the running event loop (idempotent)."""
@@ -56,6 +86,11 @@ class GpuService:
         return self.poll_loop.hold(reason)
 
     async def stop(self) -> None:
+        watcher, self._hold_watcher = self._hold_watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         await self.poll_loop.stop()
 
     def payload(self, since: float | None = None, *, resumed: bool = False) -> str:

@@ -1,0 +1,81 @@
+"""Training in another process (a kernel running `.distributed()`, a workload) keeps the
+server's GPU sampling awake through a hold file, and a crashed holder cannot keep it awake."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jupyter_air.telemetry.hold_files import HoldFile, holds_folder, live_holds
+
+
+@pytest.fixture
+def air_config(tmp_path) -> dict:
+    return {
+        "gpu_backend": "simulated",
+        "simulated_gpus": 2,
+        "gpu_poll_interval": 0.1,
+        "gpu_idle_timeout": 0.3,
+        "mlflow_embedded": False,
+        "data_dir": str(tmp_path / "air"),
+    }
+
+
+async def wait_until(predicate, timeout: float = 8.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(0.05)
+    return predicate()
+
+
+async def test_a_hold_file_keeps_sampling_awake_without_any_client(jp_serverapp, tmp_path):
+    gpu = jp_serverapp.web_app.settings["jupyter_air"]["gpu"]
+    # kernels are told where to put holds
+    assert os.environ["JUPYTER_AIR_DATA_DIR"] == str(tmp_path / "air")
+    assert gpu.poll_loop.samples_taken == 0  # nobody asked: nothing sampled
+
+    hold = HoldFile.create("distributed train() — run baseline")
+    assert hold.path is not None and hold.path.parent == holds_folder(tmp_path / "air")
+    assert await wait_until(lambda: gpu.poll_loop.held_by == [hold.reason])
+    taken = gpu.poll_loop.samples_taken
+    await asyncio.sleep(1.0)  # far past the idle timeout
+    assert gpu.poll_loop.samples_taken >= taken + 5
+    assert not gpu.poll_loop.paused
+
+    hold.release()
+    assert await wait_until(lambda: gpu.poll_loop.held_by == [])
+    assert await wait_until(lambda: gpu.poll_loop.paused)
+
+
+async def test_the_api_says_what_holds_sampling(jp_fetch, tmp_path):
+    with HoldFile.create("workload w-42"):
+        await asyncio.sleep(2.5)
+        body = json.loads((await jp_fetch("air", "api", "gpu")).body)
+    assert body["held_by"] == ["workload w-42"]
+
+
+def test_a_hold_of_a_dead_process_is_ignored_and_removed(tmp_path):
+    folder = holds_folder(tmp_path)
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (folder / f"{dead.pid}-x.json").write_text(json.dumps({"pid": dead.pid, "reason": "gone"}))
+    (folder / "broken.json").write_text("{not json")
+    with HoldFile.create("mine", data_dir=tmp_path) as mine:
+        assert live_holds(tmp_path) == {mine.path.name: "mine"}
+    assert not (folder / f"{dead.pid}-x.json").exists()
+    assert live_holds(tmp_path) == {}
+
+
+def test_without_a_jupyter_air_server_holding_does_nothing(monkeypatch, tmp_path):
+    monkeypatch.delenv("JUPYTER_AIR_DATA_DIR", raising=False)
+    with HoldFile.create("somewhere else") as hold:
+        assert hold.path is None
