@@ -19,9 +19,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from ..pids import pid_alive
+from ..tracking.readiness import healthy
 
 log = logging.getLogger(__name__)
 
@@ -32,24 +33,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-def healthy(url: str, timeout: float = 2.0) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class EmbeddedMlflow:
@@ -243,9 +226,9 @@ class EmbeddedMlflow:
             except (ValueError, KeyError, OSError):
                 record.unlink(missing_ok=True)
                 continue
-            if owner == os.getpid() or _alive(owner):
+            if owner == os.getpid() or pid_alive(owner):
                 continue
-            if _alive(pid):
+            if pid_alive(pid):
                 log.info("jupyter-air: stopping a leftover MLflow server (pid %d)", pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..tracking.links import run_links
+from ..tracking.links import redacted, run_links
 from ..tracking.naming import TAG_LAUNCHER, TAG_NOTEBOOK, current_user, default_experiment_name
 from .mlflow_process import READY, EmbeddedMlflow, healthy
 
@@ -114,7 +114,7 @@ class MlflowService:
     def status(self) -> dict[str, Any]:
         base: dict[str, Any] = {
             "mode": self.mode,
-            "tracking_uri": _redacted(self.tracking_uri),
+            "tracking_uri": redacted(self.tracking_uri),
             "ui": self.ui,
             "elapsed_s": None,
             "error": None,
@@ -234,16 +234,3 @@ def run_summary(run: Any) -> dict[str, Any]:
 
 def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "\\'")
-
-
-def _redacted(uri: str | None) -> str | None:
-    """A tracking URI fit to show: without a password."""
-    if not uri:
-        return uri
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.password:
-        netloc = f"{parsed.username}:***@{parsed.hostname}"
-        if parsed.port:
-            netloc += f":{parsed.port}"
-        return urllib.parse.urlunparse(parsed._replace(netloc=netloc))
-    return uri

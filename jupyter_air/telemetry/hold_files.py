@@ -16,6 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ..pids import pid_alive
+
 DATA_DIR_ENV = "JUPYTER_AIR_DATA_DIR"
 FOLDER = "gpu-holds"
 
@@ -74,19 +76,9 @@ def live_holds(data_dir: str | os.PathLike[str]) -> dict[str, str]:
             pid, reason = int(info["pid"]), str(info["reason"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if _alive(pid):
+        if pid_alive(pid):
             holds[path.name] = reason
         else:
             with contextlib.suppress(OSError):
                 path.unlink()
     return holds
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
