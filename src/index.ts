@@ -25,6 +25,8 @@ import {
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { LabIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
 
 import { CommandIDs } from './commands';
 import { ExperimentsModel } from './experiments/model';
@@ -40,6 +42,39 @@ import { MlflowStatusStore } from './mlflow/status';
 import { MlflowOpener, MlflowView } from './mlflow/ui-tab';
 
 export { CommandIDs } from './commands';
+
+/** Put a side panel in the right sidebar, restored with the layout. */
+function addSidePanel(
+  app: JupyterFrontEnd,
+  restorer: ILayoutRestorer | null,
+  panel: Widget,
+  options: { id: string; icon: LabIcon; caption: string; rank: number }
+): void {
+  panel.id = options.id;
+  panel.title.icon = options.icon;
+  panel.title.caption = options.caption;
+  app.shell.add(panel, 'right', { rank: options.rank });
+  if (restorer) {
+    restorer.add(panel, options.id);
+  }
+}
+
+/** The options of a command (Lumino's `CommandRegistry.ICommandOptions`). */
+type CommandOptions = Parameters<JupyterFrontEnd['commands']['addCommand']>[1];
+
+/** Add a command, and its entry in the command palette (when there is one) under `category`. */
+function addCommand(
+  app: JupyterFrontEnd,
+  palette: ICommandPalette | null,
+  category: string,
+  id: string,
+  options: CommandOptions
+): void {
+  app.commands.addCommand(id, options);
+  if (palette) {
+    palette.addItem({ command: id, category });
+  }
+}
 
 /** The id of the GPU Resources panel (stable: the layout restorer and the UI tests use it). */
 export const GPU_PANEL_ID = 'jupyter-air-gpu';
@@ -67,13 +102,12 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
           );
       }
     });
-    panel.id = GPU_PANEL_ID;
-    panel.title.icon = gpuIcon;
-    panel.title.caption = 'GPU Resources';
-    app.shell.add(panel, 'right', { rank: 1000 });
-    if (restorer) {
-      restorer.add(panel, GPU_PANEL_ID);
-    }
+    addSidePanel(app, restorer, panel, {
+      id: GPU_PANEL_ID,
+      icon: gpuIcon,
+      caption: 'GPU Resources',
+      rank: 1000
+    });
 
     const activity = watchActivity(document, () => model.noteActivity());
     if (themeManager) {
@@ -84,7 +118,7 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
       model.dispose();
     });
 
-    app.commands.addCommand(CommandIDs.openGpuResources, {
+    addCommand(app, palette, 'GPU Resources', CommandIDs.openGpuResources, {
       label: 'Open GPU Resources',
       caption: 'Show GPU utilisation, memory and processes of this node',
       icon: gpuIcon,
@@ -92,12 +126,6 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
         app.shell.activateById(panel.id);
       }
     });
-    if (palette) {
-      palette.addItem({
-        command: CommandIDs.openGpuResources,
-        category: 'GPU Resources'
-      });
-    }
   }
 };
 
@@ -138,7 +166,7 @@ const mlflowPlugin: JupyterFrontEndPlugin<void> = {
       activate: widget => app.shell.activateById(widget.id)
     });
 
-    app.commands.addCommand(CommandIDs.openMlflow, {
+    addCommand(app, palette, 'MLflow', CommandIDs.openMlflow, {
       label: 'Open MLflow',
       caption: 'Open the MLflow tracking UI in a tab',
       icon: experimentsIcon,
@@ -148,9 +176,6 @@ const mlflowPlugin: JupyterFrontEndPlugin<void> = {
           allowWindow: args.restore !== true
         })
     });
-    if (palette) {
-      palette.addItem({ command: CommandIDs.openMlflow, category: 'MLflow' });
-    }
     if (restorer) {
       void restorer.restore(tracker, {
         command: CommandIDs.openMlflow,
@@ -187,13 +212,12 @@ const experimentsPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const model = new ExperimentsModel({ store: mlflowStatus });
     const panel = new ExperimentsPanel({ model, commands: app.commands });
-    panel.id = EXPERIMENTS_PANEL_ID;
-    panel.title.icon = experimentsIcon;
-    panel.title.caption = 'Experiments';
-    app.shell.add(panel, 'right', { rank: 1010 });
-    if (restorer) {
-      restorer.add(panel, EXPERIMENTS_PANEL_ID);
-    }
+    addSidePanel(app, restorer, panel, {
+      id: EXPERIMENTS_PANEL_ID,
+      icon: experimentsIcon,
+      caption: 'Experiments',
+      rank: 1010
+    });
 
     if (notebooks) {
       // follow the active notebook, and its renames
@@ -216,7 +240,7 @@ const experimentsPlugin: JupyterFrontEndPlugin<void> = {
     }
     panel.disposed.connect(() => model.dispose());
 
-    app.commands.addCommand(CommandIDs.openExperiments, {
+    addCommand(app, palette, 'MLflow', CommandIDs.openExperiments, {
       label: 'Open Experiments',
       caption: "Show the MLflow runs of the active notebook's experiment",
       icon: experimentsIcon,
@@ -229,12 +253,6 @@ const experimentsPlugin: JupyterFrontEndPlugin<void> = {
         app.shell.activateById(panel.id);
       }
     });
-    if (palette) {
-      palette.addItem({
-        command: CommandIDs.openExperiments,
-        category: 'MLflow'
-      });
-    }
   }
 };
 

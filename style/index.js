@@ -1,2 +1,3 @@
+import './common.css';
 import './base.css';
 import './mlflow.css';

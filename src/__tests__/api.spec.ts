@@ -2,6 +2,7 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import { APIError, apiURL, requestAPI } from '../api';
 import { fetchGpu } from '../gpu/model';
+import { stubFetch } from './helpers';
 
 /** The error a call fails with (fails the test if it succeeds). */
 async function failure(call: Promise<unknown>): Promise<APIError> {
@@ -90,20 +91,7 @@ describe('requestAPI', () => {
 });
 
 describe('fetchGpu', () => {
-  const realFetch = globalThis.fetch;
-  let requests: Request[];
-
-  beforeEach(() => {
-    requests = [];
-    globalThis.fetch = (async (request: Request) => {
-      requests.push(request);
-      return new Response('{"backend":"none"}', { status: 200 });
-    }) as typeof fetch;
-  });
-
-  afterEach(() => {
-    globalThis.fetch = realFetch;
-  });
+  const requests = stubFetch('{"backend":"none"}');
 
   it('GETs air/api/gpu, with since for a delta', async () => {
     await fetchGpu({ since: null, refresh: false });

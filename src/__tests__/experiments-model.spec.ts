@@ -8,6 +8,7 @@ import {
 } from '../experiments/model';
 import { runsQueryString } from '../mlflow/api';
 import { MlflowStatusStore } from '../mlflow/status';
+import { advance } from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
@@ -15,10 +16,6 @@ import {
   runsPayload,
   status
 } from './mlflow-fixtures';
-
-async function advance(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-}
 
 describe('nestRuns', () => {
   it('nests child runs under their parents, keeping the order', () => {

@@ -3,18 +3,14 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { ExperimentsModel } from '../experiments/model';
 import { ExperimentsPanel } from '../experiments/panel';
+import { HOSTILE, advance } from './helpers';
 import {
   FakeRunsServer,
-  HOSTILE,
   T0_MS,
   run,
   runsPayload,
   status
 } from './mlflow-fixtures';
-
-async function advance(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-}
 
 describe('ExperimentsPanel', () => {
   let server: FakeRunsServer;

@@ -14,8 +14,6 @@ import {
 /** A base time (ms since the epoch) for the fixtures. */
 export const T0_MS = 1764410000000;
 
-export const HOSTILE = '<img src=x onerror=alert(1)>';
-
 export function status(overrides: Partial<IMlflowStatus> = {}): IMlflowStatus {
   return {
     state: 'ready',

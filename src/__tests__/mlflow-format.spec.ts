@@ -9,6 +9,7 @@ import {
 import { fetchExperiments, fetchMlflowStatus, fetchRuns } from '../mlflow/api';
 import { isForeignUrl, safeFragment, safeUiUrl, uiLink } from '../mlflow/links';
 import { asRunDisplay } from '../mlflow/types';
+import { stubFetch } from './helpers';
 
 describe('run formatting', () => {
   it('formats durations compactly', () => {
@@ -131,20 +132,7 @@ describe('asRunDisplay', () => {
 });
 
 describe('MLflow API calls', () => {
-  const realFetch = globalThis.fetch;
-  let requests: Request[];
-
-  beforeEach(() => {
-    requests = [];
-    globalThis.fetch = (async (request: Request) => {
-      requests.push(request);
-      return new Response('{}', { status: 200 });
-    }) as typeof fetch;
-  });
-
-  afterEach(() => {
-    globalThis.fetch = realFetch;
-  });
+  const requests = stubFetch('{}');
 
   it('GETs air/api/mlflow, runs and experiments under the base URL', async () => {
     await fetchMlflowStatus();

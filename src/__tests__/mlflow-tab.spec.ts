@@ -5,13 +5,10 @@ import { APIError } from '../api';
 import { MlflowStatusStore } from '../mlflow/status';
 import { MlflowOpener, MlflowView } from '../mlflow/ui-tab';
 import { IMlflowStatus } from '../mlflow/types';
+import { advance } from './helpers';
 import { status } from './mlflow-fixtures';
 
 const ORIGIN = 'http://localhost';
-
-async function advance(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-}
 
 /** A status endpoint answering from a list (the last answer repeats). */
 function statusServer(answers: (IMlflowStatus | Error)[]) {

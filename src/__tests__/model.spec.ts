@@ -1,11 +1,7 @@
 import { APIError } from '../api';
 import { GpuModel, mergeSamples, trimSamples } from '../gpu/model';
 import { FakeServer, T0, payload, reading, sample } from './fixtures';
-
-/** Let timers due within `ms` fire and their promises settle. */
-async function advance(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-}
+import { advance } from './helpers';
 
 describe('mergeSamples / trimSamples', () => {
   it('appends newer samples, de-duplicates by t (newest copy wins) and sorts', () => {

@@ -13,8 +13,7 @@ import {
   reading,
   sample
 } from './fixtures';
-
-const HOSTILE = '<img src=x onerror=alert(1)>';
+import { HOSTILE, advance } from './helpers';
 
 /** A renderer that, like plotly's, must load before it draws; `loaded()` finishes loading. */
 class LazyRenderer extends FakeRenderer {
@@ -27,10 +26,6 @@ class LazyRenderer extends FakeRenderer {
       this.loaded = resolve;
     });
   }
-}
-
-async function advance(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
 }
 
 /** Whether an element and all its ancestors up to the panel are shown. */

@@ -8,7 +8,8 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { RunRenderer, createRunRendererFactory } from '../mlflow/run-renderer';
 import { IRunDisplay, RUN_MIME_TYPE } from '../mlflow/types';
-import { HOSTILE, T0_MS, runDisplay } from './mlflow-fixtures';
+import { HOSTILE } from './helpers';
+import { T0_MS, runDisplay } from './mlflow-fixtures';
 
 function model(
   data: Partial<IRunDisplay> | Record<string, unknown>

@@ -13,7 +13,7 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { ITimers } from '../gpu/model';
+import { ITimers } from '../common/timers';
 import {
   IRunsQuery,
   describeError,

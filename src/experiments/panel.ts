@@ -9,11 +9,17 @@
  * The model (model.ts) polls while the panel is shown; this view only renders it, in place.
  * Plain DOM, text through `textContent` only (run and experiment names are user data).
  */
-import { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
-
 import { CommandIDs, ICommandRunner } from '../commands';
-import { h, placeInOrder, setAttr, setHidden, setText } from '../gpu/dom';
+import { ShownWidget } from '../common/shown-widget';
+import { Ticker } from '../common/ticker';
+import {
+  button,
+  h,
+  placeInOrder,
+  setAttr,
+  setHidden,
+  setText
+} from '../gpu/dom';
 import { statusLabel } from '../mlflow/format';
 import { safeFragment, statusUiUrl } from '../mlflow/links';
 import {
@@ -42,36 +48,37 @@ function baseName(path: string): string {
 }
 
 /** The Experiment panel. */
-export class ExperimentsPanel extends Widget {
+export class ExperimentsPanel extends ShownWidget {
   constructor(options: ExperimentsPanel.IOptions) {
     super();
     this.addClass('jp-air-exp');
+    this.addClass('jp-air-sidepanel');
     this._model = options.model;
     this._commands = options.commands;
     this._now = options.now ?? (() => Date.now());
 
     // header: title, open in MLflow, refresh
-    const header = h('div', 'jp-air-exp-header');
-    const title = h('h2', 'jp-air-exp-title', 'Experiments');
-    this._openMlflow = h(
-      'button',
-      'jp-air-exp-open-mlflow jp-air-exp-button',
-      'MLflow'
+    const header = h('div', 'jp-air-exp-header jp-air-sidepanel-header');
+    const title = h(
+      'h2',
+      'jp-air-exp-title jp-air-sidepanel-title',
+      'Experiments'
     );
-    this._openMlflow.type = 'button';
-    this._openMlflow.title = 'Open this experiment in the MLflow UI';
-    this._openMlflow.addEventListener('click', () => this._openExperiment());
-    const refresh = h(
-      'button',
-      'jp-air-exp-refresh jp-air-exp-button',
-      'Refresh'
+    this._openMlflow = button(
+      'jp-air-exp-open-mlflow jp-air-sidepanel-button',
+      'MLflow',
+      () => this._openExperiment(),
+      'Open this experiment in the MLflow UI'
     );
-    refresh.type = 'button';
-    refresh.title = 'Fetch the runs now';
-    refresh.addEventListener('click', () => {
-      void this._model.refresh();
-      void this._model.refreshExperiments();
-    });
+    const refresh = button(
+      'jp-air-exp-refresh jp-air-sidepanel-button',
+      'Refresh',
+      () => {
+        void this._model.refresh();
+        void this._model.refreshExperiments();
+      },
+      'Fetch the runs now'
+    );
     header.append(title, this._openMlflow, refresh);
 
     // which experiment
@@ -113,13 +120,11 @@ export class ExperimentsPanel extends Widget {
     });
     filterLabel.append(this._filter);
 
-    this._back = h(
-      'button',
-      'jp-air-exp-back jp-air-exp-button',
-      "Back to this notebook's experiment"
+    this._back = button(
+      'jp-air-exp-back jp-air-sidepanel-button',
+      "Back to this notebook's experiment",
+      () => this._model.backToNotebook()
     );
-    this._back.type = 'button';
-    this._back.addEventListener('click', () => this._model.backToNotebook());
     controls.append(pickLabel, filterLabel, this._back);
 
     this._message = h('div', 'jp-air-exp-message');
@@ -232,42 +237,20 @@ export class ExperimentsPanel extends Widget {
     if (this.isDisposed) {
       return;
     }
-    this._stopTicker();
+    this._ticker.stop();
     this._model.changed.disconnect(this.render, this);
     this._model.stop();
     super.dispose();
   }
 
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    if (this.isVisible) {
-      this._onShown();
-    }
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._onHidden();
-    super.onBeforeDetach(msg);
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._onShown();
-  }
-
-  protected onAfterHide(msg: Message): void {
-    super.onAfterHide(msg);
-    this._onHidden();
-  }
-
-  private _onShown(): void {
+  protected onShown(): void {
     this._model.start();
     this._updateTicker();
   }
 
-  private _onHidden(): void {
+  protected onHidden(): void {
     this._model.stop();
-    this._stopTicker();
+    this._ticker.stop();
   }
 
   /** The line that says what the panel shows instead of runs, `null` with runs. */
@@ -417,26 +400,18 @@ export class ExperimentsPanel extends Widget {
 
   /** Tick RUNNING durations every second while shown. */
   private _updateTicker(): void {
-    const ticking =
-      this.isVisible && this._model.hasRunning && this._model.state === 'runs';
-    if (!ticking) {
-      this._stopTicker();
-    } else if (this._ticker === null) {
-      this._ticker = window.setInterval(() => {
-        const now = this._now();
-        for (const row of this._rows.values()) {
-          if (row.run?.status === 'RUNNING') {
-            row.tick(now);
-          }
-        }
-      }, 1000);
-    }
+    this._ticker.setTicking(
+      this.isVisible && this._model.hasRunning && this._model.state === 'runs'
+    );
   }
 
-  private _stopTicker(): void {
-    if (this._ticker !== null) {
-      window.clearInterval(this._ticker);
-      this._ticker = null;
+  /** One tick: the durations of the RUNNING runs shown. */
+  private _tick(): void {
+    const now = this._now();
+    for (const row of this._rows.values()) {
+      if (row.run?.status === 'RUNNING') {
+        row.tick(now);
+      }
     }
   }
 
@@ -455,7 +430,7 @@ export class ExperimentsPanel extends Widget {
   private readonly _truncated: HTMLDivElement;
   private readonly _rows = new Map<string, RunRow>();
   private _pickerKey = '';
-  private _ticker: number | null = null;
+  private readonly _ticker = new Ticker(() => this._tick());
 }
 
 export namespace ExperimentsPanel {

@@ -3,7 +3,14 @@
  * duration and a few latest metrics, with its child runs nested below. Built once per run id and
  * updated in place on each poll.
  */
-import { h, setAttr, setHidden, setText } from '../gpu/dom';
+import {
+  h,
+  isNewTabClick,
+  newTabLink,
+  setAttr,
+  setHidden,
+  setText
+} from '../gpu/dom';
 import {
   formatFullTime,
   formatMetric,
@@ -30,10 +37,11 @@ export class RunRow {
     this._row.setAttribute('role', 'button');
 
     const line1 = h('div', 'jp-air-exp-run-line');
-    this._name = h('a', 'jp-air-exp-run-name');
-    this._name.target = '_blank';
-    this._name.rel = 'noopener noreferrer';
-    this._status = h('span', 'jp-air-exp-run-status jp-air-status-badge');
+    this._name = newTabLink('jp-air-exp-run-name');
+    this._status = h(
+      'span',
+      'jp-air-exp-run-status jp-air-badge jp-air-status-badge'
+    );
     line1.append(this._name, this._status);
 
     const line2 = h('div', 'jp-air-exp-run-line jp-air-exp-run-times');
@@ -47,21 +55,15 @@ export class RunRow {
     this.children = h('ul', 'jp-air-exp-run-children');
     this.node.append(this._row, this.children);
 
-    const newTab = (event: MouseEvent) =>
-      event.button !== 0 ||
-      event.ctrlKey ||
-      event.metaKey ||
-      event.shiftKey ||
-      event.altKey;
     this._name.addEventListener('click', event => {
-      if (newTab(event)) {
+      if (isNewTabClick(event)) {
         event.stopPropagation(); // the browser opens the href; the row does nothing
         return;
       }
       event.preventDefault();
     });
     this._row.addEventListener('click', event => {
-      if (!newTab(event)) {
+      if (!isNewTabClick(event)) {
         onOpen(this);
       }
     });
@@ -105,7 +107,7 @@ export class RunRow {
     }
 
     setText(this._status, statusLabel(String(run.status)));
-    const statusClassName = `jp-air-exp-run-status jp-air-status-badge ${statusClass(String(run.status))}`;
+    const statusClassName = `jp-air-exp-run-status jp-air-badge jp-air-status-badge ${statusClass(String(run.status))}`;
     if (this._status.className !== statusClassName) {
       this._status.className = statusClassName;
     }

@@ -1,5 +1,5 @@
 /**
- * Small DOM helpers for the GPU panel's views.
+ * Small DOM helpers for the views (GPU panel, Experiment panel, run displays, MLflow tab).
  *
  * Every view builds its elements once and updates them in place on each poll; these helpers keep
  * that cheap and safe: text goes through `textContent` (data is never parsed as HTML) and nothing
@@ -20,6 +20,47 @@ export function h<K extends keyof HTMLElementTagNameMap>(
     el.textContent = text;
   }
   return el;
+}
+
+/** A `<button type="button">` that runs `onClick`, with a tooltip when `title` is given. */
+export function button(
+  className: string,
+  label: string,
+  onClick: () => void,
+  title?: string
+): HTMLButtonElement {
+  const el = h('button', className, label);
+  el.type = 'button';
+  if (title !== undefined) {
+    el.title = title;
+  }
+  el.addEventListener('click', () => onClick());
+  return el;
+}
+
+/** A link that opens in a browser tab, without giving that page a handle on this one. */
+export function newTabLink(
+  className: string,
+  text?: string
+): HTMLAnchorElement {
+  const el = h('a', className, text);
+  el.target = '_blank';
+  el.rel = 'noopener noreferrer';
+  return el;
+}
+
+/**
+ * Whether the browser handles a click on a link itself (another button, or a modifier key: new
+ * tab or window, download): views that act on plain clicks leave these alone.
+ */
+export function isNewTabClick(event: MouseEvent): boolean {
+  return (
+    event.button !== 0 ||
+    event.ctrlKey ||
+    event.metaKey ||
+    event.shiftKey ||
+    event.altKey
+  );
 }
 
 /** Write text only when it changed (no layout work for unchanged values). */

@@ -6,7 +6,7 @@
  * Everything here is derived from the model alone; the panel decides which other sections show.
  */
 import { NONE, formatAge, formatDuration } from './format';
-import { h, setHidden, setText } from './dom';
+import { button, h, setHidden, setText } from './dom';
 import { GpuModel } from './model';
 
 /** Header, meta line and status banners. */
@@ -14,20 +14,26 @@ export class PanelHeader {
   constructor(model: GpuModel) {
     this._model = model;
 
-    this.header = h('div', 'jp-air-gpu-header');
-    const title = h('h2', 'jp-air-gpu-title', 'GPU Resources');
-    this._refresh = h('button', 'jp-air-gpu-refresh', 'Refresh');
-    this._refresh.type = 'button';
-    this._refresh.title = 'Take a sample now';
-    this._refresh.addEventListener('click', () => {
-      void this._model.refresh();
-    });
+    this.header = h('div', 'jp-air-gpu-header jp-air-sidepanel-header');
+    const title = h(
+      'h2',
+      'jp-air-gpu-title jp-air-sidepanel-title',
+      'GPU Resources'
+    );
+    this._refresh = button(
+      'jp-air-gpu-refresh jp-air-sidepanel-button',
+      'Refresh',
+      () => {
+        void this._model.refresh();
+      },
+      'Take a sample now'
+    );
     this.header.append(title, this._refresh);
 
     this.meta = h('div', 'jp-air-gpu-meta');
     this._node = h('span', 'jp-air-gpu-node', NONE);
     this._node.title = 'Node';
-    this._backend = h('span', 'jp-air-gpu-backend', 'simulated');
+    this._backend = h('span', 'jp-air-gpu-backend jp-air-badge', 'simulated');
     this._backend.title =
       'Simulated telemetry: these are not real GPU readings';
     this._backend.hidden = true;
@@ -41,9 +47,11 @@ export class PanelHeader {
     this._paused = h('div', 'jp-air-gpu-paused');
     this._paused.setAttribute('role', 'status');
     this._pausedText = h('span', 'jp-air-gpu-paused-text');
-    const resume = h('button', 'jp-air-gpu-resume', 'Resume');
-    resume.type = 'button';
-    resume.addEventListener('click', () => this._model.resume());
+    const resume = button(
+      'jp-air-gpu-resume jp-air-sidepanel-button',
+      'Resume',
+      () => this._model.resume()
+    );
     this._paused.append(this._pausedText, resume);
     this._paused.hidden = true;
 

@@ -16,6 +16,7 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { APIError, requestAPI } from '../api';
+import { ITimers, windowTimers } from '../common/timers';
 import { IGpuPayload, ISample } from './types';
 
 /** Defaults used until the server has said otherwise. */
@@ -36,12 +37,6 @@ export interface IGpuFetchOptions {
 
 /** A function that calls the GPU API (injectable for tests). */
 export type GpuFetcher = (options: IGpuFetchOptions) => Promise<IGpuPayload>;
-
-/** Timer functions (injectable for tests). */
-export interface ITimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
 
 /** The real GPU API: `GET air/api/gpu` or `POST air/api/gpu/refresh`. */
 export const fetchGpu: GpuFetcher = ({ since, refresh }) => {
@@ -111,10 +106,7 @@ export class GpuModel implements IDisposable {
   constructor(options: GpuModel.IOptions = {}) {
     this._fetcher = options.fetch ?? fetchGpu;
     this._now = options.now ?? (() => Date.now());
-    this._timers = options.timers ?? {
-      setTimeout: (callback, ms) => window.setTimeout(callback, ms),
-      clearTimeout: handle => window.clearTimeout(handle as number)
-    };
+    this._timers = options.timers ?? windowTimers;
     this._lastActivity = this._now();
   }
 
@@ -208,14 +200,7 @@ export class GpuModel implements IDisposable {
       return;
     }
     this._started = true;
-    this._lastActivity = this._now();
-    const wasPaused = this._paused;
-    this._paused = false;
-    this._nextPollAt = 0;
-    if (wasPaused) {
-      this._changed.emit();
-    }
-    this._schedule(0);
+    this._wake();
   }
 
   /** Stop polling (the panel is hidden): no more requests until `start()`. */
@@ -237,16 +222,7 @@ export class GpuModel implements IDisposable {
     if (this._isDisposed) {
       return;
     }
-    this._lastActivity = this._now();
-    const wasPaused = this._paused;
-    this._paused = false;
-    this._nextPollAt = 0;
-    if (wasPaused) {
-      this._changed.emit();
-    }
-    if (this._started) {
-      this._schedule(0);
-    }
+    this._wake();
   }
 
   /** Ask the server to sample now (`POST gpu/refresh`) and merge the answer. */
@@ -274,6 +250,20 @@ export class GpuModel implements IDisposable {
     this._started = false;
     this._clearTimer();
     Signal.clearData(this);
+  }
+
+  /** Activity now, out of the idle pause, the next poll due at once (now, when started). */
+  private _wake(): void {
+    this._lastActivity = this._now();
+    const wasPaused = this._paused;
+    this._paused = false;
+    this._nextPollAt = 0;
+    if (wasPaused) {
+      this._changed.emit();
+    }
+    if (this._started) {
+      this._schedule(0);
+    }
   }
 
   /** One poll: pause if idle, wait if it is not time yet, else fetch. */

@@ -10,9 +10,10 @@
  * Plain DOM, built once with `createElement`/`textContent` (data — node names, process commands,
  * notebook paths — is never parsed as HTML) and updated in place on every poll.
  */
-import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
+import { ShownWidget } from '../common/shown-widget';
+import { Ticker } from '../common/ticker';
 import { GpuCards } from './cards';
 import { IChartRenderer } from './chart';
 import { ChartsView } from './charts-view';
@@ -26,10 +27,11 @@ import { IChartTheme, readChartTheme } from './theme';
 import { UpdateTimer } from './timing';
 
 /** The "GPU Resources" panel. */
-export class GpuPanel extends Widget {
+export class GpuPanel extends ShownWidget {
   constructor(options: GpuPanel.IOptions = {}) {
     super();
     this.addClass('jp-air-gpu');
+    this.addClass('jp-air-sidepanel');
     this._model = options.model ?? new GpuModel();
     this._ownsModel = !options.model;
 
@@ -108,7 +110,7 @@ export class GpuPanel extends Widget {
     if (this.isDisposed) {
       return;
     }
-    this._stopTicker();
+    this._ticker.stop();
     this._model.changed.disconnect(this._onModelChanged, this);
     this._model.stop();
     this._charts.dispose();
@@ -118,60 +120,25 @@ export class GpuPanel extends Widget {
     super.dispose();
   }
 
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    if (this.isVisible) {
-      this._onShown();
-    }
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._onHidden();
-    super.onBeforeDetach(msg);
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._onShown();
-  }
-
-  protected onAfterHide(msg: Message): void {
-    super.onAfterHide(msg);
-    this._onHidden();
-  }
-
   protected onResize(msg: Widget.ResizeMessage): void {
     super.onResize(msg);
     this._charts.resize();
   }
 
-  private _onShown(): void {
+  protected onShown(): void {
     this._model.start();
-    this._startTicker();
+    this._ticker.start();
     this._header.renderAge();
     this._charts.render();
   }
 
-  private _onHidden(): void {
+  protected onHidden(): void {
     this._model.stop();
-    this._stopTicker();
+    this._ticker.stop();
   }
 
   private _onModelChanged(): void {
     this.render();
-  }
-
-  private _startTicker(): void {
-    if (this._ticker === null) {
-      this._ticker = window.setInterval(() => this._header.renderAge(), 1000);
-    }
-  }
-
-  private _stopTicker(): void {
-    if (this._ticker !== null) {
-      window.clearInterval(this._ticker);
-      this._ticker = null;
-    }
   }
 
   private readonly _model: GpuModel;
@@ -182,7 +149,7 @@ export class GpuPanel extends Widget {
   private readonly _cards: GpuCards;
   private readonly _charts: ChartsView;
   private readonly _processes: ProcessesTable;
-  private _ticker: number | null = null;
+  private readonly _ticker = new Ticker(() => this._header.renderAge());
 }
 
 export namespace GpuPanel {

@@ -5,7 +5,7 @@
  * Rows are kept by GPU and PID and rebuilt only when that process's data changed.
  */
 import { NONE, formatGiB } from './format';
-import { h, placeInOrder, setHidden } from './dom';
+import { button, h, placeInOrder, setHidden } from './dom';
 import { IGpuProcess, ISample } from './types';
 
 /** The DOM of one process row, kept between updates. */
@@ -132,11 +132,14 @@ export class ProcessesTable {
       // the file name reads in a narrow column; the full path is in the tooltip
       const name = path.split('/').pop() || path;
       if (openPath) {
-        const link = h('button', 'jp-air-gpu-notebook-link', name);
-        link.type = 'button';
-        link.title = `Open ${path}`;
-        link.addEventListener('click', () => openPath(path));
-        notebook.append(link);
+        notebook.append(
+          button(
+            'jp-air-gpu-notebook-link',
+            name,
+            () => openPath(path),
+            `Open ${path}`
+          )
+        );
       } else {
         notebook.append(h('span', 'jp-air-gpu-notebook-path', name));
         notebook.title = path;

@@ -6,13 +6,7 @@
  */
 import { IDisposable } from '@lumino/disposable';
 
-import { ITimers } from '../gpu/model';
-
-/** The window's timers. */
-export const windowTimers: ITimers = {
-  setTimeout: (callback, ms) => window.setTimeout(callback, ms),
-  clearTimeout: handle => window.clearTimeout(handle as number)
-};
+import { ITimers, windowTimers } from '../common/timers';
 
 export class Poller implements IDisposable {
   constructor(options: Poller.IOptions) {

@@ -18,7 +18,16 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { CommandIDs, ICommandRunner } from '../commands';
-import { h, setAttr, setHidden, setText } from '../gpu/dom';
+import { Ticker } from '../common/ticker';
+import {
+  button,
+  h,
+  isNewTabClick,
+  newTabLink,
+  setAttr,
+  setHidden,
+  setText
+} from '../gpu/dom';
 import {
   formatFullTime,
   formatRunDuration,
@@ -43,7 +52,10 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
 
     const header = h('div', 'jp-air-run-header');
     this._name = h('span', 'jp-air-run-name');
-    this._status = h('span', 'jp-air-run-status jp-air-status-badge');
+    this._status = h(
+      'span',
+      'jp-air-run-status jp-air-badge jp-air-status-badge'
+    );
     this._duration = h('span', 'jp-air-run-duration');
     header.append(this._name, this._status, this._duration);
 
@@ -78,14 +90,12 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
         'All runs of this experiment in the MLflow UI'
       )
     };
-    this._panelButton = h(
-      'button',
+    this._panelButton = button(
       'jp-air-run-open-panel jp-air-run-button',
-      'Experiment panel'
+      'Experiment panel',
+      () => this._openPanel(),
+      'Show this run in the Experiment panel'
     );
-    this._panelButton.type = 'button';
-    this._panelButton.title = 'Show this run in the Experiment panel';
-    this._panelButton.addEventListener('click', () => this._openPanel());
     this._noUi = h('span', 'jp-air-run-no-ui');
     this._noUi.hidden = true;
     links.append(
@@ -117,7 +127,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     if (this.isDisposed) {
       return;
     }
-    this._stopTicker();
+    this._ticker.stop();
     super.dispose();
   }
 
@@ -128,7 +138,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   protected onBeforeDetach(msg: Message): void {
-    this._stopTicker();
+    this._ticker.stop();
     super.onBeforeDetach(msg);
   }
 
@@ -138,23 +148,14 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     label: string,
     title: string
   ): HTMLAnchorElement {
-    const link = h(
-      'a',
+    const link = newTabLink(
       `jp-air-run-link jp-air-run-button ${className}`,
       label
     );
     link.title = title;
-    link.target = '_blank';
-    link.rel = 'noopener noreferrer';
     link.addEventListener('click', event => {
       // new-tab clicks (modifier keys) keep the browser's behaviour
-      if (
-        event.button !== 0 ||
-        event.ctrlKey ||
-        event.metaKey ||
-        event.shiftKey ||
-        event.altKey
-      ) {
+      if (isNewTabClick(event)) {
         return;
       }
       event.preventDefault();
@@ -197,7 +198,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     setAttr(this._name, 'title', run.run_id ? `Run ID ${run.run_id}` : '');
 
     setText(this._status, statusLabel(run.status));
-    this._status.className = `jp-air-run-status jp-air-status-badge ${statusClass(run.status)}`;
+    this._status.className = `jp-air-run-status jp-air-badge jp-air-status-badge ${statusClass(run.status)}`;
     this._renderDuration();
 
     setText(this._experiment, run.experiment_name || run.experiment_id || '—');
@@ -261,24 +262,13 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
 
   /** Tick the duration every second while the run is RUNNING and the card is attached. */
   private _updateTicker(): void {
-    const ticking =
+    this._ticker.setTicking(
       this.isAttached &&
-      this._run !== null &&
-      this._run.status === 'RUNNING' &&
-      this._run.end_time === null &&
-      this._run.start_time !== null;
-    if (!ticking) {
-      this._stopTicker();
-    } else if (this._ticker === null) {
-      this._ticker = window.setInterval(() => this._renderDuration(), 1000);
-    }
-  }
-
-  private _stopTicker(): void {
-    if (this._ticker !== null) {
-      window.clearInterval(this._ticker);
-      this._ticker = null;
-    }
+        this._run !== null &&
+        this._run.status === 'RUNNING' &&
+        this._run.end_time === null &&
+        this._run.start_time !== null
+    );
   }
 
   private readonly _commands: ICommandRunner;
@@ -294,7 +284,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private readonly _panelButton: HTMLButtonElement;
   private readonly _noUi: HTMLSpanElement;
   private _run: IRunDisplay | null = null;
-  private _ticker: number | null = null;
+  private readonly _ticker = new Ticker(() => this._renderDuration());
 }
 
 /** The first 8 characters of an MLflow id (32 hex digits): enough to tell runs apart. */

@@ -11,11 +11,10 @@
  */
 import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
 import { IFrame, refreshIcon, launchIcon } from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
 
-import { h, setHidden, setText } from '../gpu/dom';
-import { ITimers } from '../gpu/model';
+import { ShownWidget } from '../common/shown-widget';
+import { ITimers } from '../common/timers';
+import { h, newTabLink, setHidden, setText } from '../gpu/dom';
 import { experimentsIcon } from '../icons';
 import { describeError } from './api';
 import { isForeignUrl, safeFragment, statusUiUrl, uiLink } from './links';
@@ -52,7 +51,7 @@ export type MlflowViewState =
   | 'error';
 
 /** The content of the MLflow tab. */
-export class MlflowView extends Widget {
+export class MlflowView extends ShownWidget {
   constructor(options: MlflowView.IOptions) {
     super();
     this.addClass('jp-air-mlflow');
@@ -70,13 +69,10 @@ export class MlflowView extends Widget {
     this._detail.hidden = true;
     this._uri = h('p', 'jp-air-mlflow-message-uri');
     this._uri.hidden = true;
-    this._link = h(
-      'a',
+    this._link = newTabLink(
       'jp-air-mlflow-message-link',
       'Open the MLflow UI in a browser tab'
     );
-    this._link.target = '_blank';
-    this._link.rel = 'noopener noreferrer';
     this._link.hidden = true;
     this._message.append(this._title, this._detail, this._uri, this._link);
 
@@ -175,25 +171,11 @@ export class MlflowView extends Widget {
     super.dispose();
   }
 
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    if (this.isVisible) {
-      this._poller.start();
-    }
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._poller.stop();
-    super.onBeforeDetach(msg);
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
+  protected onShown(): void {
     this._poller.start();
   }
 
-  protected onAfterHide(msg: Message): void {
-    super.onAfterHide(msg);
+  protected onHidden(): void {
     this._poller.stop();
   }
 

@@ -5,6 +5,8 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
+import { execute } from '../tests/helpers';
+
 const HISTORY_POINTS = 720;
 
 function stats(values: number[]) {
@@ -37,11 +39,7 @@ test('GPU panel render time per update, 8 GPUs x 720 points', async ({
     .toBeGreaterThanOrEqual(HISTORY_POINTS);
 
   await page.evaluate(() => performance.clearMeasures('jupyter-air:gpu-render'));
-  await page.evaluate(async () => {
-    await (window as any).jupyterapp.commands.execute(
-      'jupyter-air:open-gpu-resources'
-    );
-  });
+  await execute(page, 'jupyter-air:open-gpu-resources');
   await expect(page.locator('#jupyter-air-gpu .jp-air-gpu-card')).toHaveCount(8);
   // the panel polls every 0.05 s here: let it run ~100 updates
   await page.waitForTimeout(8000);

@@ -5,6 +5,8 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
 
+import { execute, openNewNotebook } from '../tests/helpers';
+
 test.use({ viewport: { width: 1440, height: 860 } });
 
 const TRAIN = [
@@ -26,27 +28,13 @@ test('README screenshot: MLflow', async ({ page, request, baseURL, tmpPath }) =>
       { timeout: 150_000, intervals: [2000] }
     )
     .toBe('ready');
-  const notebook = {
-    cells: [
-      { cell_type: 'code', source: TRAIN, metadata: {}, outputs: [], execution_count: null }
-    ],
-    metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' }
-    },
-    nbformat: 4,
-    nbformat_minor: 5
-  };
-  const notebookPath = `${tmpPath}/train-llm.ipynb`;
-  await page.contents.uploadContent(JSON.stringify(notebook), 'text', notebookPath);
-  await page.notebook.openByPath(notebookPath);
+  await openNewNotebook(page, `${tmpPath}/train-llm.ipynb`, [TRAIN]);
   await page.notebook.runCell(0, true);
   await expect(page.locator('.jp-air-run')).toHaveCount(2, { timeout: 60_000 });
   await expect(page.locator('.jp-air-run-status').last()).toHaveText(/finished/i, {
     timeout: 60_000
   });
-  await page.evaluate(async () => {
-    await (window as any).jupyterapp.commands.execute('jupyter-air:open-experiments');
-  });
+  await execute(page, 'jupyter-air:open-experiments');
   await expect(page.locator('#jupyter-air-experiments .jp-air-exp-run')).toHaveCount(2, {
     timeout: 30_000
   });

@@ -5,30 +5,18 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
 
+import { execute, openNewNotebook } from '../tests/helpers';
+
 test.use({ viewport: { width: 1440, height: 1500 } });
 
 test('README screenshot', async ({ page, request, baseURL, tmpPath }) => {
-  const notebook = {
-    cells: [],
-    metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' }
-    },
-    nbformat: 4,
-    nbformat_minor: 5
-  };
-  const notebookPath = `${tmpPath}/train-llm.ipynb`;
-  await page.contents.uploadContent(JSON.stringify(notebook), "text", notebookPath);
-  await page.notebook.openByPath(notebookPath);
+  await openNewNotebook(page, `${tmpPath}/train-llm.ipynb`);
   await page.notebook.setCell(0, 'code', 'print("training on the GPUs of this node…")');
   await page.notebook.runCell(0, true);
   // let some history build up
   await request.get(`${baseURL}/air/api/gpu`);
   await page.waitForTimeout(Number(process.env.AIR_SCREENSHOT_WAIT || 60000));
-  await page.evaluate(async () => {
-    await (window as any).jupyterapp.commands.execute(
-      'jupyter-air:open-gpu-resources'
-    );
-  });
+  await execute(page, 'jupyter-air:open-gpu-resources');
   await expect(page.locator('#jupyter-air-gpu .jp-air-gpu-processes')).toContainText(
     'train-llm.ipynb',
     { timeout: 20000 }

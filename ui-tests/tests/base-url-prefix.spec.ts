@@ -5,27 +5,17 @@
  */
 import { expect, test } from '@playwright/test';
 
+import { execute, openLab, requestPaths } from './helpers';
+
 const port = process.env.AIR_UI_PREFIX_PORT || '8912';
 const lab = `http://localhost:${port}/user/alice/lab`;
 
 test('GPU Resources works under /user/alice/ and explains a missing GPU', async ({
   page
 }) => {
-  const paths: string[] = [];
-  page.on('request', request => {
-    const path = new URL(request.url()).pathname;
-    if (path.includes('air/api/gpu')) {
-      paths.push(path);
-    }
-  });
-  await page.goto(lab);
-  await page.waitForFunction(() => (window as any).jupyterapp?.started);
-  await page.evaluate(async () => {
-    const app = (window as any).jupyterapp;
-    await app.started;
-    await app.restored;
-    await app.commands.execute('jupyter-air:open-gpu-resources');
-  });
+  const paths = requestPaths(page, 'air/api/gpu');
+  await openLab(page, lab);
+  await execute(page, 'jupyter-air:open-gpu-resources');
   const panel = page.locator('#jupyter-air-gpu');
   await expect(panel).toBeVisible();
   await expect(panel.locator('.jp-air-gpu-host-cpu')).toContainText(/%/);

@@ -3,42 +3,24 @@
  * jupyter_server_test_config.py).
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
-import type { Request } from '@playwright/test';
+
+import {
+  execute,
+  openNewNotebook,
+  requestPaths,
+  runFromPalette
+} from './helpers';
 
 const PANEL = '#jupyter-air-gpu';
 
 async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
-  await page.evaluate(async () => {
-    await (window as any).jupyterapp.commands.execute(
-      'jupyter-air:open-gpu-resources'
-    );
-  });
+  await execute(page, 'jupyter-air:open-gpu-resources');
   await expect(page.locator(PANEL)).toBeVisible();
 }
 
-function gpuRequests(page: IJupyterLabPageFixture): Request[] {
-  const seen: Request[] = [];
-  page.on('request', request => {
-    if (new URL(request.url()).pathname.includes('/air/api/gpu')) {
-      seen.push(request);
-    }
-  });
-  return seen;
-}
-
-function notebookJSON(): string {
-  return JSON.stringify({
-    cells: [],
-    metadata: {
-      kernelspec: {
-        name: 'python3',
-        display_name: 'Python 3',
-        language: 'python'
-      }
-    },
-    nbformat: 4,
-    nbformat_minor: 5
-  });
+/** The GPU API requests the page sends from now on. */
+function gpuRequests(page: IJupyterLabPageFixture): string[] {
+  return requestPaths(page, '/air/api/gpu');
 }
 
 test.describe('GPU Resources panel', () => {
@@ -86,13 +68,7 @@ test.describe('GPU Resources panel', () => {
   });
 
   test('opens from the command palette', async ({ page }) => {
-    await page.keyboard.press('Control+Shift+C');
-    const palette = page.locator('#command-palette');
-    await expect(palette).toBeVisible();
-    await palette.locator('input').fill('GPU Resources');
-    await palette
-      .locator('.lm-CommandPalette-item', { hasText: 'Open GPU Resources' })
-      .click();
+    await runFromPalette(page, 'GPU Resources', 'Open GPU Resources');
     await expect(page.locator(PANEL)).toBeVisible();
     await expect(page.locator(`${PANEL} .jp-air-gpu-card`)).toHaveCount(2);
   });
@@ -164,12 +140,7 @@ test.describe('GPU Resources panel', () => {
     tmpPath
   }) => {
     const name = `gpu-owner-${Date.now()}.ipynb`;
-    await page.contents.uploadContent(
-      notebookJSON(),
-      'text',
-      `${tmpPath}/${name}`
-    );
-    await page.notebook.openByPath(`${tmpPath}/${name}`);
+    await openNewNotebook(page, `${tmpPath}/${name}`);
     await page.notebook.setCell(0, 'code', 'x = 1');
     await page.notebook.runCell(0, true);
     await openPanel(page);

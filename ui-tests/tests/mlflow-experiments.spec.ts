@@ -6,24 +6,10 @@
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Route } from '@playwright/test';
 
-const PANEL = '#jupyter-air-experiments';
-const HOSTILE = '<img src=x onerror=alert(1)>';
-const NOW = Date.now();
+import { HOSTILE, execute, failOnDialog, openNewNotebook } from './helpers';
 
-function notebookJSON(): string {
-  return JSON.stringify({
-    cells: [],
-    metadata: {
-      kernelspec: {
-        name: 'python3',
-        display_name: 'Python 3',
-        language: 'python'
-      }
-    },
-    nbformat: 4,
-    nbformat_minor: 5
-  });
-}
+const PANEL = '#jupyter-air-experiments';
+const NOW = Date.now();
 
 function links(experimentId: string, runId: string) {
   return {
@@ -138,29 +124,24 @@ async function openNotebook(
   page: IJupyterLabPageFixture,
   path: string
 ): Promise<void> {
-  await page.contents.uploadContent(notebookJSON(), 'text', path);
-  await page.notebook.openByPath(path);
+  await openNewNotebook(page, path);
   await page.notebook.activate(path.split('/').pop()!);
 }
 
-async function execute(
-  page: IJupyterLabPageFixture,
-  command: string,
-  args: Record<string, unknown> = {}
-): Promise<void> {
-  await page.evaluate(
-    async ({ command, args }) => {
-      await (window as any).jupyterapp.commands.execute(command, args);
-    },
-    { command, args }
-  );
+/**
+ * The fixed API, notebook a.ipynb (4 runs) open and the panel opened on it: the runs queries
+ * seen, and the panel.
+ */
+async function showNotebookA(page: IJupyterLabPageFixture, tmpPath: string) {
+  const queries = await fakeMlflow(page);
+  await openNotebook(page, `${tmpPath}/a.ipynb`);
+  await execute(page, 'jupyter-air:open-experiments');
+  return { queries, panel: page.locator(PANEL) };
 }
 
 test.describe('Experiments panel (fixed MLflow API)', () => {
   test.beforeEach(async ({ page }) => {
-    page.on('dialog', dialog => {
-      throw new Error(`unexpected dialog: ${dialog.message()}`);
-    });
+    failOnDialog(page);
   });
 
   test('is in the right sidebar and asks for a notebook without one', async ({
@@ -183,10 +164,7 @@ test.describe('Experiments panel (fixed MLflow API)', () => {
     page,
     tmpPath
   }) => {
-    const queries = await fakeMlflow(page);
-    await openNotebook(page, `${tmpPath}/a.ipynb`);
-    await execute(page, 'jupyter-air:open-experiments');
-    const panel = page.locator(PANEL);
+    const { queries, panel } = await showNotebookA(page, tmpPath);
     await expect(panel.locator('.jp-air-exp-name')).toHaveText(
       '/Users/test/a.ipynb'
     );
@@ -235,10 +213,7 @@ test.describe('Experiments panel (fixed MLflow API)', () => {
     page,
     tmpPath
   }) => {
-    const queries = await fakeMlflow(page);
-    await openNotebook(page, `${tmpPath}/a.ipynb`);
-    await execute(page, 'jupyter-air:open-experiments');
-    const panel = page.locator(PANEL);
+    const { queries, panel } = await showNotebookA(page, tmpPath);
     await expect(panel.locator('.jp-air-exp-run')).toHaveCount(4);
 
     await panel.locator('.jp-air-exp-filter').selectOption('FAILED');
@@ -270,10 +245,7 @@ test.describe('Experiments panel (fixed MLflow API)', () => {
   });
 
   test('a run opens in the MLflow tab', async ({ page, tmpPath }) => {
-    await fakeMlflow(page);
-    await openNotebook(page, `${tmpPath}/a.ipynb`);
-    await execute(page, 'jupyter-air:open-experiments');
-    const panel = page.locator(PANEL);
+    const { panel } = await showNotebookA(page, tmpPath);
     await panel
       .locator('.jp-air-exp-run[data-run-id="trial-1"] > .jp-air-exp-run-row')
       .click();
@@ -318,9 +290,7 @@ test.describe('Experiments panel (fixed MLflow API)', () => {
     page,
     tmpPath
   }) => {
-    const queries = await fakeMlflow(page);
-    await openNotebook(page, `${tmpPath}/a.ipynb`);
-    await execute(page, 'jupyter-air:open-experiments');
+    const { queries } = await showNotebookA(page, tmpPath);
     await expect(page.locator(`${PANEL} .jp-air-exp-run`)).toHaveCount(4);
     const before = queries.length;
     await page.waitForTimeout(11_000);

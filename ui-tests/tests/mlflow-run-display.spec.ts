@@ -5,30 +5,9 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
-const HOSTILE = '<img src=x onerror=alert(1)>';
-const RUN_ID = 'abc123def4567890abc123def4567890';
+import { HOSTILE, failOnDialog, openNewNotebook } from './helpers';
 
-/** A notebook with these code cells (written as a file: typing code would be auto-indented). */
-function notebookJSON(sources: string[]): string {
-  return JSON.stringify({
-    cells: sources.map(source => ({
-      cell_type: 'code',
-      source,
-      metadata: {},
-      outputs: [],
-      execution_count: null
-    })),
-    metadata: {
-      kernelspec: {
-        name: 'python3',
-        display_name: 'Python 3',
-        language: 'python'
-      }
-    },
-    nbformat: 4,
-    nbformat_minor: 5
-  });
-}
+const RUN_ID = 'abc123def4567890abc123def4567890';
 
 const SETUP = `
 import time
@@ -61,19 +40,11 @@ test.describe('Run display', () => {
     request,
     baseURL
   }) => {
-    page.on('dialog', dialog => {
-      throw new Error(`unexpected dialog: ${dialog.message()}`);
-    });
-    const path = `${tmpPath}/run-display.ipynb`;
-    await page.contents.uploadContent(
-      notebookJSON([
-        SETUP,
-        'handle.update(bundle("FINISHED", START + 90_000), raw=True)'
-      ]),
-      'text',
-      path
-    );
-    await page.notebook.openByPath(path);
+    failOnDialog(page);
+    await openNewNotebook(page, `${tmpPath}/run-display.ipynb`, [
+      SETUP,
+      'handle.update(bundle("FINISHED", START + 90_000), raw=True)'
+    ]);
     await page.notebook.runCell(0, true);
 
     const display = page.locator('.jp-air-run');

@@ -10,31 +10,18 @@ import {
   test as pwTest
 } from '@playwright/test';
 
-const HOSTILE = '<img src=x onerror=alert(1)>';
+import {
+  HOSTILE,
+  execute,
+  failOnDialog,
+  openLab,
+  openNewNotebook,
+  requestPaths,
+  runFromPalette
+} from './helpers';
+
 /** Starting takes 15–55 s (docs/mlflow.md); leave room on a busy machine. */
 const READY_TIMEOUT = 150_000;
-
-/** A notebook with these code cells (written as a file: typing code would be auto-indented). */
-function notebookJSON(sources: string[]): string {
-  return JSON.stringify({
-    cells: sources.map(source => ({
-      cell_type: 'code',
-      source,
-      metadata: {},
-      outputs: [],
-      execution_count: null
-    })),
-    metadata: {
-      kernelspec: {
-        name: 'python3',
-        display_name: 'Python 3',
-        language: 'python'
-      }
-    },
-    nbformat: 4,
-    nbformat_minor: 5
-  });
-}
 
 /** The MLflow status, `null` when the server has no MLflow API. */
 async function mlflowStatus(
@@ -66,22 +53,14 @@ async function expectMlflowApi(request: APIRequestContext, base: string) {
 test.describe('MLflow on the real server', () => {
   test.beforeEach(async ({ page, request, baseURL }) => {
     await expectMlflowApi(request, `${baseURL}/`);
-    page.on('dialog', dialog => {
-      throw new Error(`unexpected dialog: ${dialog.message()}`);
-    });
+    failOnDialog(page);
   });
 
   test('"Open MLflow" shows the embedded MLflow UI in a tab', async ({
     page
   }) => {
     test.setTimeout(READY_TIMEOUT + 60_000);
-    await page.keyboard.press('Control+Shift+C');
-    const palette = page.locator('#command-palette');
-    await expect(palette).toBeVisible();
-    await palette.locator('input').fill('Open MLflow');
-    await palette
-      .locator('.lm-CommandPalette-item', { hasText: 'Open MLflow' })
-      .click();
+    await runFromPalette(page, 'Open MLflow', 'Open MLflow');
     const tab = page.locator('#jupyter-air-mlflow');
     await expect(tab).toBeVisible();
     const iframe = tab.locator('iframe');
@@ -103,19 +82,14 @@ test.describe('MLflow on the real server', () => {
     test.setTimeout(READY_TIMEOUT + 150_000);
     await waitUntilReady(request, `${baseURL}/`);
     const path = `${tmpPath}/tracked.ipynb`;
-    await page.contents.uploadContent(
-      notebookJSON([
-        [
-          // no %load_ext: JupyterLab loads jupyter-air's IPython extension into the kernel
-          'import mlflow',
-          `with mlflow.start_run(run_name=${JSON.stringify(HOSTILE)}):`,
-          '    mlflow.log_metric("loss", 0.25)'
-        ].join('\n')
-      ]),
-      'text',
-      path
-    );
-    await page.notebook.openByPath(path);
+    await openNewNotebook(page, path, [
+      [
+        // no %load_ext: JupyterLab loads jupyter-air's IPython extension into the kernel
+        'import mlflow',
+        `with mlflow.start_run(run_name=${JSON.stringify(HOSTILE)}):`,
+        '    mlflow.log_metric("loss", 0.25)'
+      ].join('\n')
+    ]);
     await page.notebook.runCell(0, true);
 
     const display = page.locator('.jp-air-run');
@@ -165,22 +139,10 @@ pwTest('the MLflow tab works under /user/alice/', async ({ page, request }) => {
   const status = await mlflowStatus(request, prefixBase);
   pwExpect(status, 'air/api/mlflow answers').not.toBeNull();
   pwExpect(status!.ui).toBe('/user/alice/air/mlflow/');
-  const paths: string[] = [];
-  page.on('request', r => {
-    const p = new URL(r.url()).pathname;
-    if (p.includes('air/api/mlflow')) {
-      paths.push(p);
-    }
-  });
-  await page.goto(`${prefixBase}lab`);
-  await page.waitForFunction(() => (window as any).jupyterapp?.started);
-  await page.evaluate(async () => {
-    const app = (window as any).jupyterapp;
-    await app.started;
-    await app.restored;
-    await app.commands.execute('jupyter-air:open-mlflow', {
-      path: '#/experiments/0/runs'
-    });
+  const paths = requestPaths(page, 'air/api/mlflow');
+  await openLab(page, `${prefixBase}lab`);
+  await execute(page, 'jupyter-air:open-mlflow', {
+    path: '#/experiments/0/runs'
   });
   const iframe = page.locator('#jupyter-air-mlflow iframe');
   await pwExpect(iframe).toHaveAttribute(
