@@ -91,7 +91,8 @@ def test_a_server_left_by_a_dead_jupyter_server_is_stopped(tmp_path):
 def test_the_command_is_the_documented_one(tmp_path):
     server = EmbeddedMlflow(tmp_path, port=5123)
     command = server.command()
-    assert command[1:4] == ["-m", "mlflow", "server"]
+    assert command[1:4] == ["-m", "jupyter_air.server.process_guard", str(os.getpid())]
+    assert command[5:8] == ["-m", "mlflow", "server"]
     assert command[command.index("--host") :][:2] == ["--host", "127.0.0.1"]
     assert "--workers" in command and command[command.index("--workers") + 1] == "1"
     assert f"sqlite:///{tmp_path / 'mlflow.db'}" in command
@@ -101,3 +102,27 @@ def test_the_command_is_the_documented_one(tmp_path):
 @pytest.mark.parametrize("uri", ["http://127.0.0.1:1", "not a url"])
 def test_health_of_nothing_is_false(uri):
     assert healthy(uri, timeout=1) is False
+
+
+def test_a_server_whose_jupyter_server_was_killed_stops_by_itself(tmp_path):
+    """SIGKILL leaves no chance to stop MLflow: its guard sees the parent gone and stops it."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from jupyter_air.server.mlflow_process import EmbeddedMlflow\n"
+        "server = EmbeddedMlflow(Path(sys.argv[1]))\n"
+        "server.start()\n"
+        "print(server.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "mlflow")], stdout=subprocess.PIPE, text=True
+    )
+    guard_pid = int(owner.stdout.readline())
+    assert wait_for(lambda: len(processes_using(tmp_path / "mlflow")) >= 2, 60)
+    owner.kill()
+    owner.wait()
+    assert wait_for(lambda: not processes_using(tmp_path / "mlflow"), 20), [
+        p.info["cmdline"] for p in processes_using(tmp_path / "mlflow")
+    ]
+    assert not psutil.pid_exists(guard_pid) or psutil.Process(guard_pid).status() == "zombie"

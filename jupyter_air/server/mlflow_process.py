@@ -85,7 +85,9 @@ class EmbeddedMlflow:
         return self._process.pid if self._process is not None else None
 
     def command(self) -> list[str]:
+        """``mlflow server …`` under a guard that stops it if this process dies unannounced."""
         return [
+            self.python, "-m", "jupyter_air.server.process_guard", str(os.getpid()),
             self.python, "-m", "mlflow", "server",
             "--backend-store-uri", f"sqlite:///{self.store}",
             "--artifacts-destination", str(self.artifacts),
