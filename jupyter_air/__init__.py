@@ -6,7 +6,10 @@ its work when Jupyter loads it, and everything else on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .launch.decorator import distributed
 
 try:
     from ._version import __version__
@@ -19,6 +22,18 @@ except ImportError:  # pragma: no cover - only in a source tree that was never b
         stacklevel=2,
     )
     __version__ = "dev"
+
+
+__all__ = ["__version__", "distributed"]
+
+
+def __getattr__(name: str) -> Any:
+    """``from jupyter_air import distributed``: loaded on first use (no torch, no mlflow)."""
+    if name == "distributed":
+        from .launch.decorator import distributed
+
+        return distributed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -1,5 +1,6 @@
 """Importing jupyter-air starts nothing and imports no mlflow: not the package, not the server
-extension, not the tracking modules (mlflow is imported on first use)."""
+extension, not the tracking modules (mlflow is imported on first use). The launcher's modules,
+``from jupyter_air import distributed`` included, import neither torch nor mlflow."""
 
 from __future__ import annotations
 
@@ -44,3 +45,40 @@ def test_public_names_resolve_lazily():
         assert getattr(tracking, name) is not None
     with pytest.raises(AttributeError):
         tracking.nothing_here  # noqa: B018
+
+
+LAUNCH_IMPORTS = [
+    "import jupyter_air",
+    "from jupyter_air import distributed",
+    "import jupyter_air.launch",
+    "from jupyter_air.launch import distributed, RankFailedError",
+    *(
+        f"import jupyter_air.launch.{name}"
+        for name in (
+            "agent",
+            "decorator",
+            "devices",
+            "driver",
+            "errors",
+            "failures",
+            "mlflow_guard",
+            "output",
+            "payload",
+            "processes",
+            "rundir",
+            "worker",
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize("statement", LAUNCH_IMPORTS)
+def test_launch_imports_neither_torch_nor_mlflow(statement):
+    code = (
+        f"import sys, threading; {statement}; "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mlflow')); "
+        "assert not heavy, heavy[:5]; "
+        "assert threading.active_count() == 1, threading.enumerate()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -1,0 +1,143 @@
+"""The launcher agent: ``python -m jupyter_air.launch.agent <run dir>``, one per ``.distributed()``
+call, started by the kernel in its own session.
+
+It runs torch elastic's ``elastic_launch`` (c10d rendezvous on loopback, no restarts), which
+starts the ranks as ``python -m jupyter_air.launch.worker <run dir>`` with their stdout/stderr in
+files of the run folder, and writes ``outcome.json`` for the kernel: succeeded, failed (per-rank
+exit codes and signals), stopped by a signal, or a launcher error.
+
+Why a process and not a thread of the kernel: elastic installs signal handlers (SIGTERM, SIGINT,
+…) to stop its ranks, which Python allows only in a main thread; and a process of its own can be
+stopped, and outlive nothing: it dies with the kernel (parent watch) and ranks die with it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+import uuid
+from typing import Any
+
+from .processes import AGENT_PID_ENV, signal_name, watch_parent
+from .rundir import RunDir, write_json
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m jupyter_air.launch.agent <run dir>", file=sys.stderr)
+        return 2
+    run_dir = RunDir(argv[0])
+    settings = run_dir.read_json(run_dir.launch)
+    if settings is None:
+        print(f"jupyter-air agent: no launch settings in {run_dir}", file=sys.stderr)
+        return 2
+    parent_lost = _watch_driver(settings)
+    started = time.time()
+    outcome: dict[str, Any] = {"started": started, "agent_pid": os.getpid()}
+    try:
+        _launch(run_dir, settings)
+        outcome["state"] = "succeeded"
+    except BaseException as error:  # every ending is reported to the kernel
+        outcome.update(_describe_failure(error))
+    outcome["ended"] = time.time()
+    outcome["parent_lost"] = parent_lost["lost"]
+    write_json(run_dir.outcome, outcome)
+    if parent_lost["lost"]:
+        _end_orphaned_run(settings)
+    return 0 if outcome["state"] == "succeeded" else 1
+
+
+def _exit(code: int) -> None:
+    """Exit at once: the ranks are gone and the outcome is written; the interpreter's teardown
+    (torch's included) would only delay the kernel."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    from .logs_spec import RunDirLogsSpecs
+
+    nproc = int(settings["nproc"])
+    os.environ[AGENT_PID_ENV] = str(os.getpid())
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=nproc,
+        run_id=settings.get("rdzv_id") or uuid.uuid4().hex,
+        rdzv_backend="c10d",
+        # port 0: the rendezvous store binds a free port itself (no race for a port chosen
+        # here), as `torchrun --standalone` does; MASTER_PORT is the same store, shared
+        rdzv_endpoint="127.0.0.1:0",
+        rdzv_configs={"timeout": int(settings.get("rdzv_timeout", 300))},
+        local_addr="127.0.0.1",
+        max_restarts=0,
+        monitor_interval=float(settings.get("monitor_interval", 0.1)),
+        logs_specs=RunDirLogsSpecs(run_dir, nproc),
+        shutdown_timeout=float(settings.get("grace_period", 5.0)),  # type: ignore[arg-type]
+    )
+    elastic_launch(config, sys.executable)("-m", "jupyter_air.launch.worker", str(run_dir.path))
+
+
+def _describe_failure(error: BaseException) -> dict[str, Any]:
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    if isinstance(error, ChildFailedError):
+        failures = {}
+        for rank, failure in error.failures.items():
+            failures[str(rank)] = {
+                "rank": int(rank),
+                "local_rank": failure.local_rank,
+                "pid": failure.pid,
+                "exitcode": failure.exitcode,
+                "signal": signal_name(-failure.exitcode) if failure.exitcode < 0 else None,
+                "timestamp": failure.timestamp,
+            }
+        return {"state": "failed", "failures": failures}
+    if isinstance(error, SignalException):
+        return {"state": "stopped", "signal": signal_name(int(error.sigval))}
+    if isinstance(error, KeyboardInterrupt):
+        return {"state": "stopped", "signal": "SIGINT"}
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    print(text, file=sys.stderr, flush=True)
+    return {"state": "error", "error": f"{type(error).__name__}: {error}", "traceback": text}
+
+
+def _watch_driver(settings: dict[str, Any]) -> dict[str, bool]:
+    """When the kernel dies (shut down, crashed, killed), stop the ranks as an interrupt would."""
+    state = {"lost": False}
+    driver = settings.get("driver_pid")
+    if driver is None or os.getppid() != int(driver):
+        return state
+
+    def lost() -> None:
+        state["lost"] = True
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    watch_parent(int(driver), lost)
+    return state
+
+
+def _end_orphaned_run(settings: dict[str, Any]) -> None:
+    """The kernel died: no one else can mark its run, so end it KILLED here."""
+    run_id, uri = settings.get("mlflow_run_id"), settings.get("mlflow_tracking_uri")
+    if not run_id:
+        return
+    try:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        if client.get_run(run_id).info.status == "RUNNING":
+            client.set_terminated(run_id, "KILLED")
+    except Exception as error:
+        print(f"jupyter-air agent: could not end run {run_id}: {error}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    _exit(main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""``@distributed``: the decorator users see. ``f(...)`` still runs here; ``f.distributed(...)``
+runs it on every rank and returns each rank's value, in rank order.
+
+Options are checked when the function is decorated, devices when it is called (the GPUs visible
+then). Importing this module imports neither torch nor mlflow.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar, overload
+
+from .devices import check_counts
+from .driver import LaunchOptions, run_distributed
+from .errors import DistributedError, RemoteTraceback
+
+R = TypeVar("R")
+OUTPUTS = ("all", "rank0")
+
+
+class DistributedFunction(Generic[R]):
+    """A function that runs as usual when called, and on N ranks with ``.distributed()``."""
+
+    def __init__(self, fn: Callable[..., R], options: LaunchOptions) -> None:
+        functools.update_wrapper(self, fn)
+        self.__wrapped__ = fn
+        self.launch_options = options
+
+    def __call__(self, *args: Any, **kwargs: Any) -> R:
+        return self.__wrapped__(*args, **kwargs)
+
+    def distributed(self, *args: Any, **kwargs: Any) -> list[R]:
+        """Run the function on every rank with these arguments; the list of the ranks' return
+        values, rank 0 first. Raises the first failing rank's exception."""
+        __tracebackhide__ = True
+        try:
+            return run_distributed(self.__wrapped__, self.launch_options, args, kwargs)
+        except Exception as error:
+            if not isinstance(error, DistributedError) and not isinstance(
+                error.__cause__, RemoteTraceback
+            ):
+                raise  # not ours to explain: its whole traceback
+            # The launcher's frames say nothing to a user: the error alone. When a rank
+            # failed, this is its exception and its traceback is the RemoteTraceback above.
+            raise error.with_traceback(None) from error.__cause__
+
+    def with_options(self, **changes: Any) -> DistributedFunction[R]:
+        """The same function with some options changed: ``train.with_options(gpus=1)``."""
+        current = {k: getattr(self.launch_options, k) for k in LaunchOptions.__dataclass_fields__}
+        return DistributedFunction(self.__wrapped__, _options(**{**current, **changes}))
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        return DistributedFunction(
+            types.MethodType(self.__wrapped__, instance), self.launch_options
+        )
+
+    def __repr__(self) -> str:
+        return f"<distributed function {getattr(self, '__qualname__', self.__wrapped__)!r}>"
+
+
+@overload
+def distributed(fn: Callable[..., R]) -> DistributedFunction[R]: ...
+
+
+@overload
+def distributed(
+    fn: None = None,
+    *,
+    gpus: int | None = None,
+    nodes: int = 1,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    output: str = "all",
+    run_name: str | None = None,
+    experiment: str | None = None,
+    mlflow: bool = True,
+    grace_period: float = 5.0,
+) -> Callable[[Callable[..., R]], DistributedFunction[R]]: ...
+
+
+def distributed(
+    fn: Callable[..., R] | None = None,
+    *,
+    gpus: int | None = None,
+    nodes: int = 1,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    output: str = "all",
+    run_name: str | None = None,
+    experiment: str | None = None,
+    mlflow: bool = True,
+    grace_period: float = 5.0,
+) -> Any:
+    """Make ``fn`` runnable on N ranks with ``fn.distributed(*args, **kwargs)``.
+
+    gpus: ranks, one per GPU; None for every visible GPU. Without a GPU, N CPU ranks (gloo),
+        or 1 for None.
+    nodes: 1 (several machines need a cluster backend, not in this version).
+    timeout: seconds before the call is stopped (every rank killed, run KILLED).
+    env: extra environment variables for the ranks.
+    output: "all" streams every rank's output; "rank0" streams rank 0, and the output of ranks
+        that fail.
+    run_name, experiment: the MLflow run's name and experiment (default: the notebook's rule).
+    mlflow: False to start no MLflow run.
+    grace_period: seconds between SIGTERM and SIGKILL when ranks are stopped.
+    """
+    options = _options(
+        gpus=gpus,
+        nodes=nodes,
+        timeout=timeout,
+        env=env,
+        output=output,
+        run_name=run_name,
+        experiment=experiment,
+        mlflow=mlflow,
+        grace_period=grace_period,
+    )
+
+    def decorate(function: Callable[..., R]) -> DistributedFunction[R]:
+        if not callable(function):
+            raise TypeError(f"@distributed decorates a function, not {type(function).__name__}")
+        if isinstance(function, DistributedFunction):
+            function = function.__wrapped__
+        return DistributedFunction(function, options)
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def _options(
+    *,
+    gpus: int | None,
+    nodes: int,
+    timeout: float | None,
+    env: Mapping[str, str] | None,
+    output: str,
+    run_name: str | None,
+    experiment: str | None,
+    mlflow: bool,
+    grace_period: float,
+) -> LaunchOptions:
+    check_counts(gpus, nodes)
+    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+        raise ValueError(f"timeout must be a number of seconds > 0, or None; got {timeout!r}")
+    if isinstance(grace_period, bool) or not grace_period >= 0:
+        raise ValueError(f"grace_period must be a number of seconds ≥ 0; got {grace_period!r}")
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUTS))}; got {output!r}")
+    extra = dict(env or {})
+    bad = [k for k, v in extra.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"env must map names to strings; not so for {', '.join(map(repr, bad))}")
+    return LaunchOptions(
+        gpus=gpus,
+        nodes=nodes,
+        timeout=float(timeout) if timeout is not None else None,
+        env=extra,
+        output=output,
+        run_name=run_name,
+        experiment=experiment,
+        mlflow=bool(mlflow),
+        grace_period=float(grace_period),
+    )

@@ -1,0 +1,156 @@
+"""From a failed launch to the one error the cell raises.
+
+The first rank to fail is the cause; ranks that merely noticed a peer going away ("Connection
+closed by peer") come after it whatever their time. Its exception is raised again in the kernel
+with its own type when it unpickles there, caused by a ``RemoteTraceback`` holding the rank's
+traceback (cell lines included, cells named as IPython names them: ``Cell In[3]``); otherwise a
+``RankFailedError`` says what happened: the exception's type and message, the signal that killed
+the rank, or its exit code.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import RankFailedError, RemoteTraceback
+from .output import tail_lines
+from .rundir import RunDir
+
+
+@dataclass
+class RankFailure:
+    rank: int
+    time: float
+    exitcode: int | None = None
+    signal: str | None = None
+    record: dict[str, Any] | None = None  # error-<rank>.pkl, when the rank wrote one
+
+    @property
+    def secondary(self) -> bool:
+        return bool(self.record and self.record.get("secondary"))
+
+
+def collect_failures(
+    run_dir: RunDir, nproc: int, outcome: dict[str, Any] | None
+) -> list[RankFailure]:
+    """Every rank that failed, the cause first."""
+    failures: dict[int, RankFailure] = {}
+    for key, info in ((outcome or {}).get("failures") or {}).items():
+        rank = int(key)
+        failures[rank] = RankFailure(
+            rank,
+            float(info.get("timestamp") or 0.0),
+            exitcode=info.get("exitcode"),
+            signal=info.get("signal"),
+        )
+    for rank in range(nproc):
+        record = read_error(run_dir, rank)
+        if record is None:
+            continue
+        failure = failures.setdefault(rank, RankFailure(rank, float(record["time"])))
+        failure.record = record
+        failure.time = float(record["time"])
+    return sorted(failures.values(), key=lambda f: (f.secondary, f.time, f.rank))
+
+
+def read_error(run_dir: RunDir, rank: int) -> dict[str, Any] | None:
+    try:
+        return pickle.loads(run_dir.error(rank).read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+
+
+def rank_error(
+    failure: RankFailure, *, function_name: str, nproc: int, run_dir: RunDir
+) -> tuple[BaseException, RemoteTraceback]:
+    """The exception to raise for the failing rank, and the remote traceback to raise it from."""
+    where = f"rank {failure.rank} of {nproc}"
+    call = f"{function_name}.distributed()"
+    logs = f"Logs and error files: {run_dir}"
+    record = failure.record
+    if record is not None:
+        text = cell_names(record["traceback"])
+        remote = RemoteTraceback(f"\n\n{where} raised:\n\n{text.rstrip()}\n")
+        original = _unpickle(record.get("exception"))
+        note = (
+            f"{call}: raised on {where} (its traceback is above); every other rank was "
+            f"stopped. {logs}"
+        )
+        if isinstance(original, Exception):
+            _add_note(original, note)
+            return original, remote
+        error = RankFailedError(
+            f"{call}: {where} failed with {record['type']}: {record['message']}\n{note}",
+            rank=failure.rank,
+            world_size=nproc,
+            exitcode=failure.exitcode,
+            exception_type=record["type"],
+            run_dir=str(run_dir),
+        )
+        return error, remote
+    stderr = tail_lines(run_dir.stderr(failure.rank), 20)
+    shown = "\n".join(stderr) if stderr else "(it wrote nothing to stderr)"
+    remote = RemoteTraceback(f"\n\nlast lines of {where}'s stderr:\n\n{shown}\n")
+    if failure.signal:
+        how = f"was killed by {failure.signal}"
+        if failure.signal == "SIGKILL":
+            how += " (outside jupyter-air: often the out-of-memory killer, see `dmesg`)"
+    elif failure.exitcode is not None:
+        how = (
+            f"exited with code {failure.exitcode} without raising an exception (os._exit, "
+            "a crash in native code, …)"
+        )
+    else:
+        how = "ended without a result"
+    error = RankFailedError(
+        f"{call}: {where} {how}; every other rank was stopped. {logs}",
+        rank=failure.rank,
+        world_size=nproc,
+        exitcode=failure.exitcode,
+        signal=failure.signal,
+        run_dir=str(run_dir),
+    )
+    return error, remote
+
+
+def _unpickle(data: bytes | None) -> Any:
+    if not data:
+        return None
+    try:
+        import cloudpickle
+
+        return cloudpickle.loads(data)
+    except Exception:
+        return None
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        add_note(note)
+
+
+def cell_names(text: str) -> str:
+    """Name notebook cells in a traceback as IPython does (``Cell In[3], line 4``)."""
+    mapping = _cell_filenames()
+    if not mapping:
+        return text
+
+    def name(match: re.Match[str]) -> str:
+        number = mapping.get(match.group(1))
+        return f"Cell In[{number}]," if number is not None else match.group(0)
+
+    return re.sub(r'File "([^"]+)",', name, text)
+
+
+def _cell_filenames() -> dict[str, int]:
+    ipython = sys.modules.get("IPython")
+    try:
+        shell = ipython.get_ipython() if ipython else None
+        return dict(getattr(shell.compile, "_filename_map", {}) or {}) if shell else {}
+    except Exception:
+        return {}

@@ -1,0 +1,165 @@
+"""In a rank: keep the MLflow run the kernel owns from being ended by the rank.
+
+Every rank gets ``MLFLOW_RUN_ID``; MLflow resumes that run on the rank's first ``log_*`` call and
+ends it FINISHED from its ``atexit`` hook (or from an explicit ``mlflow.end_run()``) when the rank
+exits, while the other ranks still run and before the kernel decides the final status (mlflow
+#4696, #5817, #8494). Here ``end_run`` leaves the kernel's run as it is: it only stops being
+the rank's active run. Runs the rank creates itself (nested ones) end as usual.
+
+It also records ``mlflow.set_experiment`` calls, which make MLflow refuse the kernel's run
+("active experiment ID does not match environment run ID"), so the rank can explain that error.
+
+mlflow is patched when (and only if) the function imports it: this module imports no mlflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+FLUENT = "mlflow.tracking.fluent"
+MISMATCH = "does not match environment run ID"
+
+
+class MlflowGuard:
+    """Protects ``run_id`` in this process; ``install()`` before the function runs."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.set_experiment_calls: list[str] = []  # "name at file:line"
+
+    def install(self) -> None:
+        module = sys.modules.get(FLUENT)
+        if module is not None:
+            self._patch(module)
+        else:
+            sys.meta_path.insert(0, _PatchOnImport(self))
+
+    # the patches --------------------------------------------------------------------------------
+    def _patch(self, fluent: Any) -> None:
+        if getattr(fluent, "_jupyter_air_guard", None) is self:
+            return
+        original_end_run = fluent.end_run
+        original_set_experiment = fluent.set_experiment
+        guard = self
+
+        def end_run(*args: Any, **kwargs: Any) -> None:
+            active = fluent.active_run()
+            if active is None or active.info.run_id != guard.run_id:
+                return original_end_run(*args, **kwargs)
+            with guard._no_terminate():
+                original_end_run(*args, **kwargs)
+            # later log_* calls of this rank go to the same run, not to a new one
+            os.environ["MLFLOW_RUN_ID"] = guard.run_id
+            return None
+
+        def set_experiment(*args: Any, **kwargs: Any) -> Any:
+            named = kwargs.get("experiment_name") or kwargs.get("experiment_id")
+            if named is None and args:
+                named = args[0]
+            guard.set_experiment_calls.append(f"{named!r}{_call_site()}")
+            return original_set_experiment(*args, **kwargs)
+
+        end_run.__wrapped__ = original_end_run  # type: ignore[attr-defined]
+        end_run.__doc__ = original_end_run.__doc__
+        set_experiment.__wrapped__ = original_set_experiment  # type: ignore[attr-defined]
+        set_experiment.__doc__ = original_set_experiment.__doc__
+        fluent.end_run = end_run
+        fluent.set_experiment = set_experiment
+        fluent._jupyter_air_guard = self
+        mlflow = sys.modules.get("mlflow")
+        if mlflow is not None and hasattr(mlflow, "end_run"):  # imported from fluent before us
+            mlflow.end_run = end_run
+            mlflow.set_experiment = set_experiment
+
+    @contextlib.contextmanager
+    def _no_terminate(self) -> Iterator[None]:
+        from mlflow.tracking.client import MlflowClient
+
+        original = MlflowClient.set_terminated
+        protected = self.run_id
+
+        def set_terminated(client: Any, run_id: str, *args: Any, **kwargs: Any) -> None:
+            if run_id == protected:
+                return None
+            return original(client, run_id, *args, **kwargs)
+
+        MlflowClient.set_terminated = set_terminated  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            MlflowClient.set_terminated = original  # type: ignore[method-assign]
+
+    # explaining set_experiment -----------------------------------------------------------------
+    def explain(self, error: BaseException, experiment: str | None) -> str | None:
+        """The explanation when ``error`` is MLflow refusing the run after ``set_experiment``."""
+        if not _mentions_mismatch(error):
+            return None
+        calls = "; ".join(self.set_experiment_calls) or "an experiment set in the rank"
+        ours = f" ({experiment!r})" if experiment else ""
+        return (
+            f"mlflow.set_experiment was called inside the function: {calls}. The ranks log into "
+            f"the MLflow run that .distributed() started in the kernel, in its experiment{ours}; "
+            'MLflow refuses to use that run from another experiment ("active experiment ID '
+            'does not match environment run ID"). Set the experiment in the notebook before '
+            "calling .distributed() (mlflow.set_experiment(...) in a cell), or pass "
+            "experiment='name' to @distributed, and remove the call from the function."
+        )
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patches ``mlflow.tracking.fluent`` right after it runs, before ``mlflow/__init__`` copies
+    its functions."""
+
+    def __init__(self, guard: MlflowGuard) -> None:
+        self.guard = guard
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != FLUENT:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader, self.guard)
+                return spec
+        return None
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader: Any, guard: MlflowGuard) -> None:
+        self._loader = loader
+        self._guard = guard
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        self._guard._patch(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, …: the real loader's
+        return getattr(self._loader, name)
+
+
+def _mentions_mismatch(error: BaseException | None) -> bool:
+    seen = 0
+    while error is not None and seen < 10:
+        if MISMATCH in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return False
+
+
+def _call_site() -> str:
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if "/mlflow/" not in frame.filename.replace("\\", "/"):
+            return f" at {frame.filename}:{frame.lineno}"
+    return ""

@@ -1,0 +1,94 @@
+"""Process plumbing that keeps a launch from leaving orphans: the agent and every rank die with
+the process that started them, and the kernel can check each rank by pid.
+
+- ``die_with_parent``: Linux's ``PR_SET_PDEATHSIG`` (the kernel delivers a signal when the parent
+  exits), with a check for a parent that died before the call.
+- ``watch_parent``: a thread that signals this process when its parent is gone (where the
+  parent's thread that started us might exit early, ``PDEATHSIG`` would fire too soon).
+- ``RankProcess``: a rank's pid as the rank recorded it, checked against the process's start
+  time before any signal, so a reused pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+PR_SET_PDEATHSIG = 1
+AGENT_PID_ENV = "JUPYTER_AIR_AGENT_PID"  # the agent's pid, for its ranks
+
+
+def die_with_parent(sig: int, expected_parent: int | None = None) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent exits. If the parent is already
+    gone (it is no longer ``expected_parent``), send it now. False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if expected_parent is not None and os.getppid() != expected_parent:
+        os.kill(os.getpid(), sig)
+    return True
+
+
+def watch_parent(
+    parent_pid: int, on_lost: Callable[[], None], interval_s: float = 0.2
+) -> threading.Thread:
+    """Call ``on_lost`` (once, from a daemon thread) when this process's parent is no longer
+    ``parent_pid``: it died and we were re-parented."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval_s)
+        on_lost()
+
+    thread = threading.Thread(target=watch, name="jupyter-air-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+@dataclass(frozen=True)
+class RankProcess:
+    rank: int
+    pid: int
+    started: float  # time.time() when the rank recorded itself
+
+    def alive(self) -> bool:
+        """Running (not a zombie) and the same process that recorded itself."""
+        import psutil
+
+        try:
+            process = psutil.Process(self.pid)
+            if process.create_time() > self.started + 1.0:
+                return False  # the pid was reused by a later process
+            return process.status() != psutil.STATUS_ZOMBIE
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+
+    def signal(self, sig: int) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, sig)
+
+
+def signal_group(pid: int, sig: int) -> None:
+    """Signal the process group led by ``pid`` (a process started in its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"

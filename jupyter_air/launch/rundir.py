@@ -1,0 +1,143 @@
+"""The run folder of one ``.distributed()`` call: the one place the kernel, the launcher agent and
+the ranks exchange files (payload, launch settings, per-rank logs, results, errors, outcome).
+
+It lives under ``$JUPYTER_AIR_DATA_DIR/runs/`` when the kernel was started by a jupyter-air
+server, else under the system's temporary folder. It is removed after a success and kept after a
+failure, so that logs and error files can be read; the error names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+DATA_DIR_ENV = "JUPYTER_AIR_DATA_DIR"
+KEEP_FAILED_S = 7 * 24 * 3600  # run folders of failed calls are removed after a week
+
+
+class RunDir:
+    """Paths inside a run folder (no I/O but the small JSON helpers)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    # layout ---------------------------------------------------------------------------------
+    @property
+    def payload(self) -> Path:
+        return self.path / "payload.pkl"
+
+    @property
+    def launch(self) -> Path:
+        return self.path / "launch.json"
+
+    @property
+    def outcome(self) -> Path:
+        return self.path / "outcome.json"
+
+    @property
+    def agent_info(self) -> Path:
+        return self.path / "agent.json"
+
+    @property
+    def agent_log(self) -> Path:
+        return self.path / "agent.log"
+
+    def log_dir(self, rank: int) -> Path:
+        return self.path / "logs" / f"rank-{rank}"
+
+    def stdout(self, rank: int) -> Path:
+        return self.log_dir(rank) / "stdout.log"
+
+    def stderr(self, rank: int) -> Path:
+        return self.log_dir(rank) / "stderr.log"
+
+    def elastic_error_file(self, rank: int) -> Path:
+        return self.log_dir(rank) / "error.json"
+
+    def result(self, rank: int) -> Path:
+        return self.path / f"result-{rank}.pkl"
+
+    def error(self, rank: int) -> Path:
+        return self.path / f"error-{rank}.pkl"
+
+    def pid(self, rank: int) -> Path:
+        return self.path / f"pid-{rank}.json"
+
+    # small helpers ----------------------------------------------------------------------------
+    def read_json(self, path: Path) -> dict[str, Any] | None:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file that a reader never sees half-written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_atomic(path, json.dumps(value).encode())
+
+
+def runs_root() -> Path:
+    data_dir = os.environ.get(DATA_DIR_ENV)
+    if data_dir:
+        return Path(data_dir) / "runs"
+    return Path(tempfile.gettempdir()) / f"jupyter-air-runs-{_user_tag()}"
+
+
+def create_run_dir(function_name: str) -> RunDir:
+    """A new, private run folder for one call of ``function_name``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", function_name)[:40] or "fn"
+    name = f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}"
+    for root in (runs_root(), Path(tempfile.gettempdir()) / f"jupyter-air-runs-{_user_tag()}"):
+        with contextlib.suppress(OSError):
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            prune_old_runs(root)
+            path = root / name
+            path.mkdir(mode=0o700)
+            return RunDir(path)
+    return RunDir(tempfile.mkdtemp(prefix=f"jupyter-air-{safe}-"))
+
+
+def prune_old_runs(root: Path, max_age_s: float = KEEP_FAILED_S) -> None:
+    """Remove the run folders kept from failed calls more than ``max_age_s`` ago (never one
+    whose launcher still runs)."""
+    cutoff = time.time() - max_age_s
+    with contextlib.suppress(OSError):
+        for path in root.iterdir():
+            with contextlib.suppress(OSError):
+                if path.is_dir() and path.stat().st_mtime < cutoff and not _running(RunDir(path)):
+                    shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(run_dir: RunDir) -> bool:
+    info = run_dir.read_json(run_dir.agent_info)
+    if not info:
+        return False
+    from .processes import RankProcess
+
+    return RankProcess(-1, int(info["pid"]), float(info["started"])).alive()
+
+
+def _user_tag() -> str:
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid else "user"

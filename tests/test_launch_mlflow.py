@@ -1,0 +1,247 @@
+"""``.distributed()`` against a real MLflow server: one run per call, shared by every rank and
+ended by the kernel alone (a rank's ``end_run()`` or exit leaves it RUNNING), nested inside an
+active run, resumed from ``MLFLOW_RUN_ID``, in the notebook's experiment by default; rank output
+arriving while the function runs; a failing rank marks the run FAILED; ``set_experiment`` inside
+the function is explained."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+from launch_support import TimedStream, run_dirs, wait_for
+from tracking_support import reset_fluent, unique, use_server
+
+from jupyter_air import distributed
+from jupyter_air.launch.driver import TAG_ERROR, TAG_FUNCTION, TAG_RANKS
+from jupyter_air.launch.errors import ExperimentChangedError
+from jupyter_air.tracking.naming import TAG_LAUNCHER, TAG_NOTEBOOK
+
+pytestmark = pytest.mark.timeout(150)
+
+
+@pytest.fixture
+def server(mlflow_server, monkeypatch, tmp_path):
+    use_server(monkeypatch, mlflow_server.url)
+    root = tmp_path / "root"
+    (root / "exp").mkdir(parents=True)
+    (root / "exp" / "train.ipynb").write_text("{}")
+    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(root / "exp" / "train.ipynb"))
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
+    yield mlflow_server
+    reset_fluent()
+
+
+def client():
+    import mlflow
+
+    return mlflow.MlflowClient()
+
+
+def only_run(experiment_name: str):
+    experiment = client().get_experiment_by_name(experiment_name)
+    assert experiment is not None, experiment_name
+    (run,) = client().search_runs([experiment.experiment_id])
+    return run
+
+
+def test_ranks_ending_the_run_or_exiting_leave_it_to_the_kernel(server, monkeypatch, tmp_path):
+    """Also: output lines arrive while the function still runs; the default experiment."""
+    marker = tmp_path / "rank0-ended-run"
+
+    @distributed(gpus=2, run_name="shared")
+    def logs_then_waits(marker_path):
+        import os
+        import pathlib
+        import time
+
+        import mlflow
+
+        rank = int(os.environ["RANK"])
+        print(f"first line of rank {rank}", flush=True)
+        if rank == 0:
+            mlflow.log_metric("loss", 0.25)
+            mlflow.end_run()  # must not end the kernel's run
+            mlflow.log_metric("loss", 0.125, step=1)  # still the same run
+            pathlib.Path(marker_path).write_text(mlflow.active_run().info.run_id)
+            time.sleep(3)
+        # rank 1 returns at once: its process exits (MLflow's atexit hook) while rank 0 sleeps
+        print(f"last line of rank {rank}", flush=True)
+        return rank
+
+    stdout = TimedStream()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    outcome: dict = {}
+
+    def call():
+        try:
+            outcome["results"] = logs_then_waits.distributed(str(marker))
+        except BaseException as error:
+            outcome["error"] = error
+        outcome["returned"] = time.monotonic()
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    run_id = wait_for(lambda: marker.exists() and marker.read_text(), timeout_s=60)
+    rank1_done = wait_for(lambda: stdout.first_time("[rank 1] last line of rank 1"))
+    time.sleep(0.3)  # rank 1 has exited by now, its atexit hooks run
+    live = client().get_run(run_id)
+    assert live.info.status == "RUNNING"
+    assert thread.is_alive()
+    thread.join(60)
+
+    assert outcome.get("results") == [0, 1], outcome.get("error")
+    first = stdout.first_time("[rank 0] first line of rank 0")
+    last = stdout.first_time("[rank 0] last line of rank 0")
+    assert first is not None and last is not None and rank1_done is not None
+    assert last - first > 2.0  # the first line was in the cell seconds before the function ended
+    assert outcome["returned"] - first > 2.0
+
+    run = client().get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.info.run_name == "shared"
+    assert [m.value for m in client().get_metric_history(run_id, "loss")] == [0.25, 0.125]
+    tags = run.data.tags
+    assert tags[TAG_LAUNCHER] == "distributed"
+    assert tags[TAG_FUNCTION].endswith("logs_then_waits")
+    assert tags[TAG_RANKS] == "2 CPU ranks (gloo)"
+    assert tags[TAG_NOTEBOOK] == "exp/train.ipynb"
+    user = server_user()
+    experiment = client().get_experiment(run.info.experiment_id)
+    assert experiment.name == f"/Users/{user}/exp/train"  # the notebook's experiment
+    assert "system/node_0/cpu_utilization_percentage" in run.data.metrics
+
+
+def server_user() -> str:
+    import os
+
+    return os.environ["JUPYTERHUB_USER"]
+
+
+def test_nested_inside_an_active_run(server):
+    import mlflow
+
+    experiment_id = client().create_experiment(unique("parent"))
+
+    @distributed(gpus=1)
+    def logs():
+        import mlflow
+
+        mlflow.log_param("lr", "0.1")
+        return mlflow.active_run().info.run_id
+
+    with mlflow.start_run(experiment_id=experiment_id) as parent:
+        (child_id,) = logs.distributed()
+        assert mlflow.active_run().info.run_id == parent.info.run_id  # untouched
+    child = client().get_run(child_id)
+    assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert child.info.experiment_id == experiment_id
+    assert child.info.status == "FINISHED"
+    assert child.data.params["lr"] == "0.1"
+    assert client().get_run(parent.info.run_id).info.status == "FINISHED"
+
+
+def test_mlflow_run_id_is_resumed(server, monkeypatch):
+    experiment_id = client().create_experiment(unique("resume"))
+    earlier = client().create_run(experiment_id, run_name="earlier")
+    client().set_terminated(earlier.info.run_id, "FAILED")
+    monkeypatch.setenv("MLFLOW_RUN_ID", earlier.info.run_id)
+
+    @distributed(gpus=1)
+    def resumes():
+        import os
+
+        import mlflow
+
+        given = os.environ.get("MLFLOW_RUN_ID")  # MLflow removes it once it resumed the run
+        mlflow.log_metric("resumed", 1)
+        return given, mlflow.active_run().info.run_id
+
+    assert resumes.distributed() == [(earlier.info.run_id, earlier.info.run_id)]
+    run = client().get_run(earlier.info.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["resumed"] == 1
+
+
+def test_a_failing_rank_marks_the_run_failed(server):
+    @distributed(gpus=2, run_name=unique("fails"))
+    def fails():
+        import os
+
+        if os.environ["RANK"] == "1":
+            raise KeyError("missing column")
+        return 0
+
+    with pytest.raises(KeyError) as caught:
+        fails.distributed()
+    assert "raised on rank 1 of 2" in "\n".join(caught.value.__notes__)
+    (run_dir,) = run_dirs(server_data_dir())
+    run_id = json_field(run_dir / "launch.json", "mlflow_run_id")
+    run = client().get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert "rank 1" in run.data.tags[TAG_ERROR] and "missing column" in run.data.tags[TAG_ERROR]
+
+
+def test_set_experiment_inside_the_function_is_explained(server):
+    other = unique("other")
+
+    @distributed(gpus=1)
+    def switches_experiment():
+        import mlflow
+
+        mlflow.set_experiment(other)
+        mlflow.log_metric("x", 1)
+
+    with pytest.raises(ExperimentChangedError) as caught:
+        switches_experiment.distributed()
+    message = str(caught.value)
+    assert "mlflow.set_experiment was called inside the function" in message
+    assert repr(other) in message
+    assert "before calling .distributed()" in message and "experiment='name'" in message
+    assert "does not match environment run ID" in str(caught.value.__cause__)
+
+
+def server_data_dir():
+    import os
+    from pathlib import Path
+
+    return Path(os.environ["JUPYTER_AIR_DATA_DIR"])
+
+
+def json_field(path, name):
+    import json
+
+    return json.loads(path.read_text())[name]
+
+
+def test_run_display_is_shown_then_updated(server, monkeypatch):
+    """The run appears when it starts and shows its end status (the bundle itself: the notebook
+    test)."""
+    shown: list[tuple[str, dict]] = []
+
+    class Display:
+        def __init__(self, run_id, server_url=None):
+            self.run_id = run_id
+
+        def show(self, payload):
+            shown.append(("show", payload))
+
+        def update(self, payload):
+            shown.append(("update", payload))
+
+    import jupyter_air.tracking.runs as runs
+
+    monkeypatch.setattr(runs, "RunDisplay", Display)
+
+    @distributed(gpus=1)
+    def quick():
+        return 1
+
+    assert quick.distributed() == [1]
+    assert [(what, p["status"]) for what, p in shown] == [
+        ("show", "RUNNING"),
+        ("update", "FINISHED"),
+    ]

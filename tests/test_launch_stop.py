@@ -1,0 +1,137 @@
+"""Stopping a running ``.distributed()`` call: the ``timeout``, an interrupt of the kernel
+(SIGINT, as Jupyter's interrupt button sends it) and the kernel dying (SIGKILL, as a shutdown
+that waited too long ends it). Every time: every rank and the agent gone (checked by pid), and
+the MLflow run marked KILLED."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from launch_support import launch_processes, run_dirs, wait_all_gone, wait_for
+from tracking_support import reset_fluent, use_server
+
+from jupyter_air import distributed
+from jupyter_air.launch.errors import DistributedTimeoutError
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def server(mlflow_server, monkeypatch, tmp_path):
+    use_server(monkeypatch, mlflow_server.url)
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
+    yield mlflow_server
+    reset_fluent()
+
+
+def run_status(run_dir) -> str:
+    import mlflow
+
+    run_id = json.loads((run_dir / "launch.json").read_text())["mlflow_run_id"]
+    return mlflow.MlflowClient().get_run(run_id).info.status
+
+
+def test_timeout_stops_every_rank_and_kills_the_run(server, tmp_path):
+    @distributed(gpus=2, timeout=4, grace_period=2)
+    def too_long():
+        import time
+
+        print("working", flush=True)
+        time.sleep(120)
+
+    started = time.monotonic()
+    with pytest.raises(DistributedTimeoutError) as caught:
+        too_long.distributed()
+    took = time.monotonic() - started
+    assert "too_long.distributed() timed out after 4 s" in str(caught.value)
+    assert "stopped 2 ranks" in str(caught.value)
+    assert took < 4 + 2 + 3
+    (run_dir,) = run_dirs(tmp_path / "data")
+    processes = launch_processes(run_dir)
+    assert len(processes) == 3
+    assert wait_all_gone(processes, timeout_s=0.2) == []
+    assert run_status(run_dir) == "KILLED"
+
+
+DRIVER = """
+import sys
+from jupyter_air import distributed
+
+@distributed(gpus=2, grace_period=3)
+def forever():
+    import os, time
+    print("rank", os.environ["RANK"], "running", flush=True)
+    time.sleep(300)
+
+try:
+    forever.distributed()
+except KeyboardInterrupt:
+    print("KeyboardInterrupt reached the caller", flush=True)
+    sys.exit(130)
+"""
+
+
+def start_driver(tmp_path):
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent(DRIVER))
+    return subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,  # as a kernel is: SIGINT goes to its whole group
+    )
+
+
+def wait_running(tmp_path):
+    """The run folder once both ranks print that they run."""
+    run_dir = wait_for(lambda: (run_dirs(tmp_path / "data") or [None])[0], timeout_s=60)
+    for rank in (0, 1):
+        log = run_dir / "logs" / f"rank-{rank}" / "stdout.log"
+        wait_for(lambda log=log: log.exists() and "running" in log.read_text(), timeout_s=60)
+    return run_dir
+
+
+def test_interrupt_stops_every_rank_within_seconds(server, tmp_path):
+    driver = start_driver(tmp_path)
+    try:
+        run_dir = wait_running(tmp_path)
+        processes = launch_processes(run_dir)
+        assert len(processes) == 3
+        interrupted = time.monotonic()
+        os.killpg(driver.pid, signal.SIGINT)  # what Jupyter's interrupt does
+        leftover = wait_all_gone(processes, timeout_s=10)
+        gone_after = time.monotonic() - interrupted
+        output, _ = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert leftover == []
+    assert gone_after < 3.0, gone_after
+    assert driver.returncode == 130, output[-3000:]
+    assert "KeyboardInterrupt reached the caller" in output
+    assert "Interrupted: stopped 2 ranks" in output
+    assert run_status(run_dir) == "KILLED"
+
+
+def test_a_dying_kernel_takes_its_ranks_with_it(server, tmp_path):
+    driver = start_driver(tmp_path)
+    try:
+        run_dir = wait_running(tmp_path)
+        processes = launch_processes(run_dir)
+        driver.kill()  # the kernel dies without a word (SIGKILL): the agent notices
+        driver.wait(10)
+        assert wait_all_gone(processes, timeout_s=15) == []
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    # the agent ends the run the kernel can no longer end
+    assert wait_for(lambda: run_status(run_dir) == "KILLED", timeout_s=30)
