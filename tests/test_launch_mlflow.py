@@ -6,6 +6,7 @@ the function is explained."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -91,7 +92,13 @@ def test_ranks_ending_the_run_or_exiting_leave_it_to_the_kernel(server, monkeypa
     live = client().get_run(run_id)
     assert live.info.status == "RUNNING"
     assert thread.is_alive()
+    # GPU sampling is held awake while the ranks run (telemetry/hold_files.py)
+    holds = list((server_data_dir() / "gpu-holds").glob("*.json"))
+    assert [json.loads(h.read_text())["reason"] for h in holds] == [
+        f"distributed {logs_then_waits.__qualname__}() — run shared"
+    ]
     thread.join(60)
+    assert list((server_data_dir() / "gpu-holds").glob("*.json")) == []
 
     assert outcome.get("results") == [0, 1], outcome.get("error")
     first = stdout.first_time("[rank 0] first line of rank 0")
