@@ -135,9 +135,8 @@ async def test_embedded_server_lifecycle_proxy_and_kernel_env(
     assert group
     (air,) = jp_serverapp.extension_manager.extension_apps["jupyter_air"]
     await air.stop_extension()
-    for proc in group:
-        with pytest.raises(psutil.NoSuchProcess):
-            proc.wait(timeout=10) if proc.is_running() else psutil.Process(proc.pid)
+    _gone, alive = psutil.wait_procs(group, timeout=15)
+    assert not alive, [p.pid for p in alive]
     assert "MLFLOW_TRACKING_URI" not in os.environ  # the server's environment is restored
 
 
