@@ -1,0 +1,312 @@
+"""``%%air_run`` and ``%air_run``: run a cell, or a workload YAML, as a job run from a notebook.
+
+``%%air_run [--gpus N] [--experiment E] [--run-name R] [--max-retries K]`` saves the cell as a
+script and submits ``python -m torch.distributed.run --standalone --nproc_per_node=N script.py``
+(N GPUs, or N CPU processes on a machine without a GPU); ``%air_run workload.yaml`` submits a
+file. Either way the job's logs stream into the cell (prefixed by node when there are several),
+each attempt's MLflow run is shown with its links, and a failed job ends the cell with an error.
+Ctrl-C (interrupt the kernel) cancels the job run. The job runs detached: if the kernel goes away
+it goes on, and ``air logs``/``air get run`` find it.
+
+Registered by ``%load_ext jupyter_air``; importing this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .workloads.store import JobRun, JobStore
+
+MAGIC_NAME = "air_run"
+
+CELL_USAGE = """\
+%%air_run [--gpus N] [--experiment E] [--run-name R] [--max-retries K]
+    Run this cell's code as a workload: python -m torch.distributed.run with N processes
+    (N GPUs; N CPU processes where there is no GPU), one MLflow run per attempt.
+%air_run WORKLOAD.yaml
+    Submit a workload file and follow it here."""
+
+
+class AirRunError(Exception):
+    """A job run that failed or was cancelled, or a submission that was refused: shown as one
+    short error in the cell, without a Python traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31m{type(self).__name__}\x1b[0m: {self}"]
+
+
+class WorkloadFailed(AirRunError):
+    pass
+
+
+class WorkloadCancelled(AirRunError):
+    pass
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # no SystemExit in a kernel
+        raise _UsageError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        raise _UsageError(message or "")
+
+
+def _cell_parser() -> _Parser:
+    parser = _Parser(prog="%%air_run", add_help=False)
+    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--experiment")
+    parser.add_argument("--run-name")
+    parser.add_argument("--max-retries", type=int, default=0)
+    return parser
+
+
+def air_run(line: str, cell: str | None = None) -> None:
+    """The ``%air_run`` / ``%%air_run`` magic."""
+    try:
+        argv = shlex.split(line or "")
+    except ValueError as error:
+        _usage(str(error))
+        return
+    if cell is None:
+        if len(argv) != 1 or argv[0].startswith("-"):
+            _usage("%air_run takes one argument: a workload YAML file")
+            return
+        _run_file(argv[0])
+        return
+    if not cell.strip():
+        _usage("the cell is empty: write the code to run below %%air_run")
+        return
+    try:
+        args = _cell_parser().parse_args(argv)
+    except _UsageError as error:
+        _usage(str(error))
+        return
+    if args.gpus < 1:
+        _usage("--gpus must be 1 or more")
+        return
+    if args.max_retries < 0:
+        _usage("--max-retries must be 0 or more")
+        return
+    _run_cell(cell, args)
+
+
+def _usage(problem: str) -> None:
+    text = f"UsageError: {problem}\n" if problem.strip() else ""
+    print(f"{text}{CELL_USAGE}", file=sys.stderr)
+
+
+# submitting ---------------------------------------------------------------------------------
+def _run_cell(cell: str, args: argparse.Namespace) -> None:
+    from .tracking.context import kernel_context
+    from .workloads.capacity import gpu_inventory
+    from .workloads.jobs import open_store
+    from .workloads.paths import job_dir, new_job_id
+    from .workloads.spec import Compute, WorkloadSpec
+
+    store = open_store()
+    context = kernel_context()
+    inventory = gpu_inventory()
+    on_gpus = bool(inventory.gpus)
+    if not on_gpus:
+        print(
+            f"No GPU here ({inventory.describe()}): running {args.gpus} CPU process"
+            f"{'es' if args.gpus != 1 else ''} (gloo).",
+            file=sys.stderr,
+        )
+    experiment = args.experiment or _notebook_experiment()
+    job_id = new_job_id()
+    folder = job_dir(store.data_dir, job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "cell.py"
+    script.write_text(cell, encoding="utf-8")
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={args.gpus}",
+        str(script),
+    ]
+    spec = WorkloadSpec(
+        experiment_name=experiment,
+        mlflow_run_name=args.run_name,
+        compute=Compute(num_accelerators=args.gpus, accelerator_type="GPU" if on_gpus else "CPU"),
+        command=command,
+        max_retries=args.max_retries,
+        working_dir=os.getcwd(),
+        # what torchrun would set anyway, given here so it does not print a banner about it
+        env_variables={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")},
+    )
+    job = _submit(
+        store,
+        spec,
+        job_id=job_id,
+        notebook=context.notebook_path,
+        inventory=inventory,
+        spec_yaml=None,
+        spec_path=None,
+    )
+    _watch(store, job)
+
+
+def _run_file(path: str) -> None:
+    from .workloads.jobs import open_store
+    from .workloads.spec import SpecError, load_spec_file
+
+    try:
+        spec, text = load_spec_file(path)
+    except SpecError as error:
+        raise AirRunError(str(error)) from None
+    store = open_store()
+    from .tracking.context import kernel_context
+
+    job = _submit(
+        store,
+        spec,
+        job_id=None,
+        notebook=kernel_context().notebook_path,
+        inventory=None,
+        spec_yaml=text,
+        spec_path=path,
+    )
+    _watch(store, job)
+
+
+def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
+    from .tracking.experiments import ExperimentError
+    from .workloads.capacity import CapacityError
+    from .workloads.connection import NoTrackingServer
+    from .workloads.jobs import submit
+
+    try:
+        return submit(
+            spec,
+            store=store,
+            source="magic",
+            report=lambda message: print(message, file=sys.stderr),
+            **kwargs,
+        )
+    except (CapacityError, NoTrackingServer, ExperimentError) as error:
+        raise AirRunError(str(error)) from None
+
+
+def _notebook_experiment() -> str:
+    """The experiment runs of this notebook go to (docs/mlflow.md), created if missing."""
+    from .tracking.experiments import resolve_experiment
+
+    return resolve_experiment().name
+
+
+# following ----------------------------------------------------------------------------------
+def _watch(store: JobStore, job: JobRun) -> None:
+    from .workloads.jobs import cancel
+
+    _show_job(job)
+    try:
+        final = _stream(store, job)
+    except KeyboardInterrupt:
+        print(f"\nInterrupted: cancelling job run {job.id}…", file=sys.stderr, flush=True)
+        ended = cancel(store, job.id)
+        raise WorkloadCancelled(
+            f"job run {job.id} {ended.status} (interrupted): {ended.reason}"
+        ) from None
+    if final.status == "SUCCEEDED":
+        print(f"Job run {final.id} SUCCEEDED: {final.reason}", flush=True)
+        return
+    error = WorkloadCancelled if final.status == "CANCELLED" else WorkloadFailed
+    raise error(f"job run {final.id} {final.status}: {final.reason}. Logs: air logs {final.id}")
+
+
+def _stream(store: JobStore, job: JobRun) -> JobRun:
+    from .workloads.follow import AttemptEnded, AttemptStarted, JobEnded, follow
+    from .workloads.logquery import LogLine
+
+    nodes = list(range(job.num_nodes))
+    prefix = len(nodes) > 1
+    displays: dict[int, Any] = {}
+    total = job.max_retries + 1
+    for event in follow(store, job.id, node=nodes):
+        if isinstance(event, LogLine):
+            text = f"[node {event.node}] {event.text}" if prefix else event.text
+            stream = sys.stderr if event.stream == "stderr" else sys.stdout
+            print(text, file=stream, flush=True)
+        elif isinstance(event, AttemptStarted):
+            if event.attempt.attempt > 1:
+                print(f"Attempt {event.attempt.attempt} of {total}", file=sys.stderr, flush=True)
+            displays[event.attempt.attempt] = _show_run(event.job, event.attempt, None)
+        elif isinstance(event, AttemptEnded):
+            attempt = event.attempt
+            _show_run(event.job, attempt, displays.get(attempt.attempt))
+            if attempt.status == "FAILED" and attempt.attempt < total:
+                print(
+                    f"Attempt {attempt.attempt} failed ({attempt.reason}); retrying.",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        elif isinstance(event, JobEnded):
+            return event.job
+    return store.get_job(job.id)  # pragma: no cover - follow always ends with JobEnded
+
+
+def _show_job(job: JobRun) -> None:
+    import html
+
+    from IPython.display import display
+
+    base = os.environ.get("JUPYTER_AIR_SERVER_URL") or os.environ.get("JUPYTER_AIR_BASE_URL")
+    text = f"Job run {job.id} submitted (experiment {job.experiment_name!r})"
+    hint = f"air logs {job.id} · air get run {job.id} · air cancel {job.id}"
+    bundle = {"text/plain": f"{text}\n{hint}"}
+    if base:
+        link = base.rstrip("/") + f"/lab?air-workload={job.id}"
+        bundle["text/html"] = (
+            f'<div class="jp-air-workload">Job run <a href="{html.escape(link)}" '
+            f'target="_blank" rel="noopener">{html.escape(job.id)}</a> submitted (experiment '
+            f"<code>{html.escape(job.experiment_name)}</code>) · <code>{html.escape(hint)}</code>"
+            "</div>"
+        )
+    display(bundle, raw=True)
+
+
+def _show_run(job: JobRun, attempt: Any, shown: Any) -> Any:
+    """The attempt's MLflow run in the cell output (updated in place when it ends)."""
+    if not attempt.mlflow_run_id:
+        return shown
+    try:
+        from mlflow.tracking import MlflowClient
+
+        from .tracking.display import RunDisplay, run_payload
+
+        client = MlflowClient(tracking_uri=job.tracking_uri)
+        run = client.get_run(attempt.mlflow_run_id)
+        payload = run_payload(
+            run, experiment_name=job.experiment_name, tracking_uri=job.tracking_uri
+        )
+        if shown is None:
+            shown = RunDisplay(run.info.run_id, server_url=os.environ.get("JUPYTER_AIR_SERVER_URL"))
+            shown.show(payload)
+        else:
+            shown.update(payload)
+    except Exception as error:  # a display is not worth failing the cell for
+        print(f"(MLflow run {attempt.mlflow_run_id}: {error})", file=sys.stderr)
+    return shown
+
+
+# registration -------------------------------------------------------------------------------
+def register_magics(ipython: Any) -> None:
+    ipython.register_magic_function(air_run, magic_kind="line_cell", magic_name=MAGIC_NAME)
+
+
+def unregister_magics(ipython: Any) -> None:
+    magics = getattr(getattr(ipython, "magics_manager", None), "magics", {})
+    for kind in ("line", "cell"):
+        magics.get(kind, {}).pop(MAGIC_NAME, None)

@@ -1,0 +1,94 @@
+"""Workloads: a YAML spec submitted as a job run, run detached with retries by a supervisor, one
+MLflow run per attempt, per-node logs with a query API, and retention.
+
+What the CLI, the magics and the Jupyter server use is below; each name is imported on first use
+(importing this package imports no mlflow, pydantic or torch, and starts nothing).
+
+- spec: ``load_spec``, ``load_spec_file``, ``WorkloadSpec``, ``SpecError``
+- jobs: ``open_store``, ``submit``, ``cancel``, ``get_job``, ``list_jobs``, ``refresh``
+- store: ``JobStore``, ``JobRun``, ``Attempt``, ``JobNotFound``
+- logs: ``query_logs``, ``download_logs``, ``download_to``, ``LogPage``, ``LogLine``,
+  ``InvalidQuery``, ``follow``
+- retention: ``purge_logs``
+- JSON: ``job_json``
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .follow import follow
+    from .jobs import cancel, get_job, list_jobs, open_store, refresh, submit
+    from .logquery import (
+        InvalidQuery,
+        LogLine,
+        LogPage,
+        download_logs,
+        download_to,
+        query_logs,
+    )
+    from .retention import purge_logs
+    from .spec import SpecError, WorkloadSpec, load_spec, load_spec_file
+    from .store import Attempt, JobNotFound, JobRun, JobStore
+    from .views import job_json
+
+_EXPORTS = {
+    "follow": "follow",
+    "cancel": "jobs",
+    "get_job": "jobs",
+    "list_jobs": "jobs",
+    "open_store": "jobs",
+    "refresh": "jobs",
+    "submit": "jobs",
+    "InvalidQuery": "logquery",
+    "LogLine": "logquery",
+    "LogPage": "logquery",
+    "download_logs": "logquery",
+    "download_to": "logquery",
+    "query_logs": "logquery",
+    "purge_logs": "retention",
+    "SpecError": "spec",
+    "WorkloadSpec": "spec",
+    "load_spec": "spec",
+    "load_spec_file": "spec",
+    "Attempt": "store",
+    "JobNotFound": "store",
+    "JobRun": "store",
+    "JobStore": "store",
+    "job_json": "views",
+}
+
+__all__ = [
+    "Attempt",
+    "InvalidQuery",
+    "JobNotFound",
+    "JobRun",
+    "JobStore",
+    "LogLine",
+    "LogPage",
+    "SpecError",
+    "WorkloadSpec",
+    "cancel",
+    "download_logs",
+    "download_to",
+    "follow",
+    "get_job",
+    "job_json",
+    "list_jobs",
+    "load_spec",
+    "load_spec_file",
+    "open_store",
+    "purge_logs",
+    "query_logs",
+    "refresh",
+    "submit",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,0 +1,102 @@
+"""Log files attached to the attempt's MLflow run as ``logs/attempt_K/node_N.log``: every
+``JUPYTER_AIR_LOG_UPLOAD_INTERVAL_S`` seconds (30 by default) while the attempt runs, when the
+file grew, and once more at the end. A periodic upload sends a copy that ends on a line boundary.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+INTERVAL_ENV = "JUPYTER_AIR_LOG_UPLOAD_INTERVAL_S"
+DEFAULT_INTERVAL_S = 30.0
+
+
+def upload_interval() -> float:
+    try:
+        return max(1.0, float(os.environ.get(INTERVAL_ENV, DEFAULT_INTERVAL_S)))
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+
+
+class LogUploader:
+    """Uploads the node logs of one attempt to its run, periodically from a thread and at the
+    end. ``sizes()`` gives the complete-line size of each file (the writers' counters)."""
+
+    def __init__(
+        self,
+        client: Any,
+        run_id: str,
+        attempt: int,
+        files: dict[int, Path],
+        sizes: Callable[[], dict[int, int]],
+        *,
+        interval_s: float | None = None,
+    ) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.attempt = attempt
+        self.files = files
+        self.sizes = sizes
+        self.interval_s = interval_s or upload_interval()
+        self.uploaded: dict[int, int] = {}
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="jupyter-air-logs", daemon=True)
+        self._lock = threading.Lock()
+
+    @property
+    def artifact_path(self) -> str:
+        return f"logs/attempt_{self.attempt}"
+
+    def start(self) -> LogUploader:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.upload(final=False)
+
+    def finish(self) -> None:
+        """Stop the periodic uploads and upload every file as it ends."""
+        self._stop.set()
+        self._thread.join(timeout=60)
+        self.upload(final=True)
+
+    def upload(self, *, final: bool) -> None:
+        with self._lock:
+            sizes = self.sizes()
+            with tempfile.TemporaryDirectory(prefix="air-logs-") as tmp:
+                for node, path in sorted(self.files.items()):
+                    size = sizes.get(node, 0)
+                    if not path.exists() or (not final and self.uploaded.get(node) == size):
+                        continue
+                    try:
+                        source = path if final else _copy_prefix(path, Path(tmp), size)
+                        self.client.log_artifact(self.run_id, str(source), self.artifact_path)
+                        self.uploaded[node] = size
+                    except Exception as error:  # never fail an attempt for its artifacts
+                        self.last_error = str(error)
+                        log.warning(
+                            "could not upload %s to run %s: %s", path.name, self.run_id, error
+                        )
+
+
+def _copy_prefix(path: Path, folder: Path, size: int) -> Path:
+    target = folder / path.name
+    with open(path, "rb") as src, open(target, "wb") as dst:
+        remaining = size
+        while remaining > 0:
+            block = src.read(min(remaining, 1 << 20))
+            if not block:
+                break
+            dst.write(block)
+            remaining -= len(block)
+    return target

@@ -1,0 +1,180 @@
+"""Which MLflow tracking server a submission uses, and where its links point.
+
+In a kernel or a JupyterLab terminal, the jupyter-air server's environment says it all
+(``MLFLOW_TRACKING_URI``, ``JUPYTER_AIR_MLFLOW_UI``, ``JUPYTER_AIR_BASE_URL``). From a shell, the
+running Jupyter servers are found from their runtime files (``jupyter server list``) and asked
+``GET <server>air/api/mlflow`` for the tracking URI and UI. Links printed for people are absolute
+URLs on that Jupyter server: the MLflow UI at ``<server>air/mlflow/`` and the job itself at
+``<server>lab?air-workload=<job id>`` (the Workloads panel opens on it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from ..pids import pid_alive
+from ..tracking.links import is_loopback_http, run_links
+
+
+class NoTrackingServer(RuntimeError):
+    """Neither MLFLOW_TRACKING_URI nor a running Jupyter server with jupyter-air."""
+
+
+HOW_TO_FIX = (
+    "No MLflow tracking server to record the runs: MLFLOW_TRACKING_URI is not set and no running "
+    "Jupyter server with jupyter-air was found. Start JupyterLab (`jupyter lab`) and run this "
+    "again — from a JupyterLab terminal or notebook, or from this shell — or set "
+    "MLFLOW_TRACKING_URI to your MLflow server (e.g. export MLFLOW_TRACKING_URI=http://host:5000)."
+)
+
+
+@dataclass
+class Connection:
+    tracking_uri: str
+    server_url: str | None = None  # the Jupyter server, absolute, with its base URL, ending '/'
+    mlflow_ui: str | None = None  # where the browser reaches the MLflow UI, ending '/'
+    source: str = "env"  # "env" | "server"
+
+    def job_link(self, job_id: str) -> str | None:
+        if not self.server_url:
+            return None
+        return f"{self.server_url}lab?air-workload={urllib.parse.quote(job_id)}"
+
+    def run_links(self, experiment_id: str | None, run_id: str | None) -> dict[str, str]:
+        if not self.mlflow_ui or not experiment_id:
+            return {}
+        links = run_links(experiment_id, run_id or "")
+        out = {"experiment": self.mlflow_ui + links["experiment"]}
+        if run_id:
+            out["run"] = self.mlflow_ui + links["run"]
+            out["system_metrics"] = self.mlflow_ui + links["system_metrics"]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tracking_uri": self.tracking_uri,
+            "server_url": self.server_url,
+            "mlflow_ui": self.mlflow_ui,
+            "source": self.source,
+        }
+
+
+def find_connection(*, require_tracking: bool = True, timeout_s: float = 3.0) -> Connection | None:
+    """The tracking server and links for this process. Raises NoTrackingServer when
+    ``require_tracking`` and there is none; else returns None then."""
+    env_uri = os.environ.get("MLFLOW_TRACKING_URI") or None
+    env_ui = os.environ.get("JUPYTER_AIR_MLFLOW_UI") or None
+    env_base = os.environ.get("JUPYTER_AIR_BASE_URL") or None
+    env_server = os.environ.get("JUPYTER_AIR_SERVER_URL") or None
+    servers = _servers_by_preference(env_base)
+    for info in servers:
+        answer = _ask_mlflow(info, timeout_s)
+        if answer is None:
+            continue
+        server_url = _with_slash(env_server or info.get("url") or "")
+        uri = answer.get("tracking_uri")
+        if env_uri and not _same(env_uri, uri):
+            continue  # another tracking server than this process uses: its UI is not ours
+        if not (env_uri or uri) or answer.get("mode") == "disabled":
+            continue
+        ui = answer.get("ui")
+        return Connection(
+            tracking_uri=env_uri or uri,
+            server_url=server_url,
+            mlflow_ui=_with_slash(urllib.parse.urljoin(server_url, ui)) if ui else None,
+            source="env" if env_uri else "server",
+        )
+    if env_uri:
+        ui = None
+        if env_ui:
+            base = env_server or None
+            ui = _with_slash(urllib.parse.urljoin(base, env_ui) if base else env_ui)
+        elif urllib.parse.urlparse(env_uri).scheme in ("http", "https") and not is_loopback_http(
+            env_uri
+        ):
+            ui = _with_slash(env_uri)
+        server = _with_slash(env_server) if env_server else None
+        return Connection(tracking_uri=env_uri, server_url=server, mlflow_ui=ui, source="env")
+    if require_tracking:
+        raise NoTrackingServer(HOW_TO_FIX)
+    return None
+
+
+def _servers_by_preference(base_url: str | None) -> list[dict[str, Any]]:
+    """Running Jupyter servers: an ancestor of this process first (the server of this kernel
+    or terminal), then those whose base URL is ours, then whose root contains the cwd."""
+    servers = running_servers()
+    ancestors = _ancestor_pids()
+    cwd = os.path.realpath(os.getcwd())
+
+    def rank(info: dict[str, Any]) -> tuple[int, int, int]:
+        root = os.path.realpath(str(info.get("root_dir") or "/"))
+        return (
+            0 if info.get("pid") in ancestors else 1,
+            0 if base_url and info.get("base_url") == base_url else 1,
+            0 if cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep) else 1,
+        )
+
+    return sorted(servers, key=rank)
+
+
+def running_servers() -> list[dict[str, Any]]:
+    """What ``jupyter server list`` shows: the runtime files of Jupyter servers whose process is
+    alive (read directly: importing jupyter_server's app costs a second)."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    folder = jupyter_runtime_dir()
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    servers = []
+    for name in names:
+        if not (name.startswith("jpserver-") and name.endswith(".json")):
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as file:
+                info = json.load(file)
+            alive = pid_alive(int(info["pid"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if alive:
+            servers.append(info)
+    return servers
+
+
+def _ask_mlflow(info: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    url = info.get("url")
+    if not url:
+        return None
+    request = urllib.request.Request(_with_slash(url) + "air/api/mlflow")
+    if info.get("token"):
+        request.add_header("Authorization", f"token {info['token']}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.loads(response.read().decode())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _ancestor_pids() -> set[int]:
+    try:
+        import psutil
+
+        return {p.pid for p in psutil.Process().parents()}
+    except Exception:
+        return set()
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return (a or "").rstrip("/") == (b or "").rstrip("/")
+
+
+def _with_slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"

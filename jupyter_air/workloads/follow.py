@@ -1,0 +1,93 @@
+"""Following a job run: its log lines as they are written, across retries, and its attempts as
+they start and end, until the job run ends. Used by ``air logs --follow``, ``air run --follow``
+and the magics; polls the log files and the store (a few reads per second).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from .jobs import refresh
+from .logquery import LogLine, query_logs
+from .store import Attempt, JobRun, JobStore
+
+
+@dataclass
+class AttemptStarted:
+    attempt: Attempt
+    job: JobRun
+
+
+@dataclass
+class AttemptEnded:
+    attempt: Attempt
+    job: JobRun
+
+
+@dataclass
+class JobEnded:
+    job: JobRun
+
+
+Event = LogLine | AttemptStarted | AttemptEnded | JobEnded
+
+
+def follow(
+    store: JobStore,
+    job_id: str,
+    *,
+    attempt: int | None = None,
+    node: int | Sequence[int] = 0,
+    level: str | Iterable[str] | None = None,
+    q: str | None = None,
+    after: str | None = None,
+    poll_s: float = 0.25,
+    batch: int = 5000,
+) -> Iterator[Event]:
+    """Events of a job run until it ends (the last event is JobEnded). ``node``: one node or
+    several (their lines interleaved as they are read). ``after``: a cursor to start from (a
+    page's ``next``, one node only); default: the start of ``attempt`` (None: the latest, then
+    the ones after it)."""
+    nodes = [node] if isinstance(node, int) else list(node)
+    cursors: dict[int, str | None] = {n: None for n in nodes}
+    if after is not None:
+        if len(nodes) != 1:
+            raise ValueError("after= goes with one node")
+        cursors[nodes[0]] = after
+    started: set[int] = set()
+    ended: set[int] = set()
+    while True:
+        job = refresh(store, store.get_job(job_id))  # read before the logs: see below
+        for item in job.attempts:
+            if item.attempt not in started:
+                started.add(item.attempt)
+                yield AttemptStarted(item, job)
+        more = False
+        for n in nodes:
+            page = query_logs(
+                store,
+                job_id,
+                attempt=attempt,
+                node=n,
+                level=level,
+                q=q,
+                after=cursors[n],
+                limit=batch,
+                job=job,
+            )
+            yield from page.lines
+            cursors[n] = page.next
+            more = more or page.more
+        for item in job.attempts:
+            if item.ended_at is not None and item.attempt not in ended:
+                ended.add(item.attempt)
+                yield AttemptEnded(item, job)
+        if more:
+            continue
+        # the job had ended before its logs were read: they were complete, nothing comes after
+        if job.finished:
+            yield JobEnded(job)
+            return
+        time.sleep(poll_s)

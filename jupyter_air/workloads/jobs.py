@@ -1,0 +1,252 @@
+"""Submitting, cancelling and checking on job runs: what the CLI, the magics and the Jupyter
+server call.
+
+``submit`` checks everything before it creates anything — the spec is already valid; then the
+GPUs (capacity.py), the tracking server, and the experiment (created with its artifact location,
+or found; a different artifact location is an error) — then records the job run and starts its
+supervisor, detached. ``cancel`` asks the supervisor to stop (SIGTERM) and makes sure, whatever
+happens to it, that no process of the job is left. ``refresh`` notices a supervisor that died
+(machine restart, OOM killer) and ends its job run FAILED instead of leaving it RUNNING forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .capacity import GpuInventory, assign_gpus, gpu_inventory
+from .connection import Connection, find_connection
+from .paths import data_dir, job_dir, new_job_id
+from .processes import is_running, kill_job_processes, spawn_detached, start_time
+from .retention import purge_logs
+from .store import CANCELLED, FAILED, TERMINAL, JobRun, JobStore
+
+if TYPE_CHECKING:
+    from .spec import WorkloadSpec
+
+log = logging.getLogger(__name__)
+
+START_GRACE_S = 60.0  # a job run whose supervisor has not started after this is failed
+
+
+def open_store(data: str | os.PathLike[str] | None = None) -> JobStore:
+    """The job store of jupyter-air's data folder (``JUPYTER_AIR_DATA_DIR`` or the default)."""
+    return JobStore.for_data_dir(data_dir(data))
+
+
+def submit(
+    spec: WorkloadSpec,
+    *,
+    store: JobStore | None = None,
+    spec_yaml: str | None = None,
+    spec_path: str | None = None,
+    source: str = "cli",
+    notebook: str | None = None,
+    connection: Connection | None = None,
+    inventory: GpuInventory | Callable[[], GpuInventory] | None = None,
+    job_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> JobRun:
+    """Submit a validated workload; returns its job run (PENDING, supervisor started).
+
+    Raises CapacityError (not enough GPUs), NoTrackingServer, ExperimentError (artifact
+    location differs, experiment deleted) or an MLflow error — having created nothing."""
+    from ..tracking.naming import current_user
+
+    store = store or open_store()
+    if callable(inventory):
+        inventory = inventory()
+    gpus = assign_gpus(spec.compute, inventory if inventory is not None else gpu_inventory())
+    connection = connection or find_connection()
+    experiment_id = _experiment(spec, connection, report)
+    with contextlib.suppress(Exception):
+        purge_logs(store)
+    job_id = job_id or new_job_id()
+    folder = job_dir(store.data_dir, job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    if spec_yaml is not None:
+        (folder / "workload.yaml").write_text(spec_yaml, encoding="utf-8")
+    job = store.create_job(
+        id=job_id,
+        experiment_name=spec.experiment_name,
+        experiment_id=experiment_id,
+        run_name=spec.run_name,
+        command=spec.command_text(),
+        compute=spec.compute.model_dump(),
+        gpus=[[g.index for g in node] for node in gpus],
+        max_retries=spec.max_retries,
+        timeout_minutes=spec.timeout_minutes,
+        working_dir=spec.working_dir,
+        spec=spec.model_dump(),
+        spec_yaml=spec_yaml,
+        spec_path=str(Path(spec_path).resolve()) if spec_path else None,
+        source=source,
+        notebook=notebook,
+        user=current_user(),
+        tracking_uri=connection.tracking_uri,
+        server_url=connection.server_url,
+        mlflow_ui=connection.mlflow_ui,
+    )
+    env = _supervisor_environment(environ or os.environ, connection, store.data_dir)
+    try:
+        pid = spawn_detached(
+            [sys.executable, "-m", "jupyter_air.workloads.supervisor", job.id],
+            log_file=folder / "supervisor.log",
+            env=env,
+            cwd=spec.working_dir or os.getcwd(),
+        )
+    except OSError as error:
+        store.finish_job(job.id, FAILED, f"could not start the supervisor: {error}")
+        raise
+    store.set_supervisor(job.id, pid, start_time(pid))
+    return store.get_job(job.id)
+
+
+def _experiment(
+    spec: WorkloadSpec, connection: Connection, report: Callable[[str], None] | None
+) -> str:
+    from mlflow.tracking import MlflowClient
+
+    from ..tracking.experiments import get_or_create_experiment
+    from ..tracking.links import is_loopback_http
+    from ..tracking.readiness import starting_message, wait_for_tracking_server
+
+    if is_loopback_http(connection.tracking_uri):
+
+        def said(elapsed: float, done: bool) -> None:
+            if report is not None:
+                report(starting_message(elapsed, done))
+
+        wait_for_tracking_server(connection.tracking_uri, report=said)
+    client = MlflowClient(tracking_uri=connection.tracking_uri)
+    experiment = get_or_create_experiment(
+        spec.experiment_name, artifact_location=spec.mlflow_artifact_location, client=client
+    )
+    return str(experiment.experiment_id)
+
+
+def _supervisor_environment(
+    environ: Mapping[str, str], connection: Connection, data: Path
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in environ.items()
+        if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
+    }
+    env["MLFLOW_TRACKING_URI"] = connection.tracking_uri
+    env["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    env["JUPYTER_AIR_DATA_DIR"] = str(data)
+    return env
+
+
+# liveness -----------------------------------------------------------------------------------
+def supervisor_alive(job: JobRun) -> bool:
+    return is_running(job.supervisor_pid, job.supervisor_started)
+
+
+def refresh(store: JobStore, job: JobRun) -> JobRun:
+    """The job run, ended FAILED (or CANCELLED when asked) if its supervisor is gone."""
+    if job.status in TERMINAL:
+        return job
+    if job.supervisor_pid is None:
+        if time.time() - job.submitted_at < START_GRACE_S:
+            return job
+        reason = "its supervisor never started (see supervisor.log in the job's folder)"
+    elif supervisor_alive(job):
+        return job
+    else:
+        reason = (
+            f"its supervisor (pid {job.supervisor_pid}) stopped unexpectedly "
+            "(machine restart, out of memory?)"
+        )
+    kill_job_processes(job.id, grace_s=2.0)
+    status = CANCELLED if job.cancel_requested else FAILED
+    if status == CANCELLED:
+        reason = "cancelled (air cancel); " + reason
+    _end_open_attempts(store, job, status, reason)
+    store.finish_job(job.id, status, reason)
+    _end_runs(job, "KILLED" if status == CANCELLED else "FAILED")
+    return store.get_job(job.id)
+
+
+def get_job(store: JobStore, job_id: str) -> JobRun:
+    """A job run by id or unique prefix, its state checked (``refresh``)."""
+    return refresh(store, store.get_job(store.resolve_id(job_id)))
+
+
+def list_jobs(store: JobStore, **filters: Any) -> list[JobRun]:
+    """``JobStore.list_jobs`` with the state of unfinished job runs checked."""
+    return [refresh(store, job) for job in store.list_jobs(**filters)]
+
+
+# cancel -------------------------------------------------------------------------------------
+def cancel(store: JobStore, job_id: str, *, wait_s: float | None = None) -> JobRun:
+    """Cancel a job run and wait until none of its processes is left. A job run that already
+    ended is returned as it is."""
+    from .supervisor import kill_grace_s
+
+    job = store.request_cancel(store.resolve_id(job_id))
+    if job.status in TERMINAL:
+        return job
+    wait_s = wait_s if wait_s is not None else kill_grace_s() + 30.0
+    if supervisor_alive(job):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(job.supervisor_pid or 0, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        job = store.get_job(job.id)
+        if job.status in TERMINAL and not supervisor_alive(job):
+            break
+        if job.supervisor_pid is not None and not supervisor_alive(job):
+            break
+        time.sleep(0.1)
+    job = store.get_job(job.id)
+    if supervisor_alive(job):  # it did not stop in time: stop it and end the job ourselves
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(job.supervisor_pid or 0, signal.SIGKILL)
+    kill_job_processes(job.id, grace_s=2.0)
+    if job.status not in TERMINAL:
+        reason = "cancelled (air cancel); the supervisor did not stop in time and was killed"
+        _end_open_attempts(store, job, CANCELLED, reason)
+        store.finish_job(job.id, CANCELLED, reason)
+        _end_runs(job, "KILLED")
+    return store.get_job(job.id)
+
+
+def _end_open_attempts(store: JobStore, job: JobRun, status: str, reason: str) -> None:
+    for attempt in job.attempts:
+        if attempt.ended_at is None:
+            store.finish_attempt(job.id, attempt.attempt, status, reason)
+
+
+def _end_runs(job: JobRun, status: str) -> None:
+    """Best effort, a few seconds at most: the MLflow runs of the attempts that had not ended
+    end ``status`` (MLflow's client would retry for minutes against a server that is down)."""
+    runs = [a.mlflow_run_id for a in job.attempts if a.mlflow_run_id and a.ended_at is None]
+    uri = job.tracking_uri or ""
+    if not runs or not uri.startswith(("http://", "https://")):
+        return
+    import json
+    import urllib.request
+
+    for run_id in runs:
+        body = {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)}
+        request = urllib.request.Request(
+            uri.rstrip("/") + "/api/2.0/mlflow/runs/update",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5):
+                pass
+        except Exception as error:
+            log.warning("could not end MLflow run %s of job run %s: %s", run_id, job.id, error)

@@ -1,0 +1,69 @@
+"""Where workloads keep their things: the job store and each job's folder (logs, spec, script).
+
+Everything lives under jupyter-air's data folder: ``JUPYTER_AIR_DATA_DIR`` when set (kernels and
+terminals of a jupyter-air server have it), else ``<jupyter data dir>/air`` (the server's
+``JupyterAir.data_dir`` default). Job ids are checked before they become paths, so no request can
+name a file outside a job's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+DATA_DIR_ENV = "JUPYTER_AIR_DATA_DIR"
+JOB_ID = re.compile(r"^[0-9a-f]{12}$")
+
+
+class InvalidJobId(ValueError):
+    """A job id that is not one jupyter-air makes (12 lowercase hex digits)."""
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """jupyter-air's data folder: ``explicit``, else ``JUPYTER_AIR_DATA_DIR``, else the default."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "air"
+
+
+def workloads_dir(data: Path) -> Path:
+    return data / "workloads"
+
+
+def store_path(data: Path) -> Path:
+    return workloads_dir(data) / "jobs.db"
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def check_job_id(job_id: str) -> str:
+    if not isinstance(job_id, str) or not JOB_ID.match(job_id):
+        raise InvalidJobId(f"{job_id!r} is not a job run id (12 hexadecimal digits)")
+    return job_id
+
+
+def job_dir(data: Path, job_id: str) -> Path:
+    return workloads_dir(data) / "jobs" / check_job_id(job_id)
+
+
+def attempt_dir(data: Path, job_id: str, attempt: int) -> Path:
+    return job_dir(data, job_id) / f"attempt_{_index(attempt, 'attempt', 1)}"
+
+
+def log_path(data: Path, job_id: str, attempt: int, node: int) -> Path:
+    return attempt_dir(data, job_id, attempt) / f"node_{_index(node, 'node', 0)}.log"
+
+
+def _index(value: int, what: str, lowest: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        raise ValueError(f"{what} must be an integer ≥ {lowest}, not {value!r}")
+    return value

@@ -1,0 +1,148 @@
+"""Processes of job runs: starting the detached supervisor, knowing a process is still the one we
+started (pid and creation time), and stopping every process of a job — its nodes' process
+groups, and anything that left them but still carries the job's ``JUPYTER_AIR_JOB_ID``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+JOB_ENV = "JUPYTER_AIR_JOB_ID"
+
+
+def start_time(pid: int) -> float | None:
+    """The creation time of process ``pid`` (None when it does not exist)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return None
+
+
+def is_running(pid: int | None, started: float | None = None) -> bool:
+    """Whether ``pid`` is alive (not a zombie) and, given ``started``, the same process."""
+    if not pid:
+        return False
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(process.create_time() - started) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def spawn_detached(
+    argv: list[str], *, log_file: Path, env: Mapping[str, str], cwd: str | os.PathLike[str]
+) -> int:
+    """Start ``argv`` in a new session with no inherited stdio (output to ``log_file``), so it
+    outlives this process, its terminal and its kernel. A thread reaps it if this process is
+    still there when it ends (no zombie)."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as out:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=dict(env),
+            cwd=cwd,
+        )
+    threading.Thread(target=process.wait, name="jupyter-air-reaper", daemon=True).start()
+    return process.pid
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; False when the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether group ``pgid`` has a process that is not a zombie."""
+    import psutil
+
+    for process in psutil.process_iter(["pid", "status"]):
+        with contextlib.suppress(psutil.Error):
+            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                return True
+    return False
+
+
+def stop_groups(pgids: Iterable[int], grace_s: float = 10.0) -> None:
+    """SIGTERM to every group, then SIGKILL to those still there after ``grace_s``."""
+    groups = [g for g in pgids if g]
+    for pgid in groups:
+        signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    remaining = list(groups)
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.1)
+        remaining = [g for g in remaining if _group_has_members(g)]
+    for pgid in remaining:
+        signal_group(pgid, signal.SIGKILL)
+
+
+def _group_has_members(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return group_alive(pgid)
+
+
+def job_processes(job_id: str) -> list[int]:
+    """Pids of this user's processes that belong to job ``job_id`` (by their environment)."""
+    import psutil
+
+    me, uid = os.getpid(), os.getuid()
+    found = []
+    for process in psutil.process_iter(["pid", "uids"]):
+        try:
+            if process.pid == me or process.info["uids"].real != uid:
+                continue
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if process.environ().get(JOB_ENV) == job_id:
+                found.append(process.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def kill_job_processes(job_id: str, grace_s: float = 5.0) -> list[int]:
+    """Stop whatever still runs for job ``job_id``: SIGTERM, then SIGKILL. Returns the pids."""
+    pids = job_processes(job_id)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(is_running(p) for p in pids):
+        time.sleep(0.1)
+    for pid in pids:
+        if is_running(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,61 @@
+"""Log retention: the logs of job runs that ended more than N days ago (60 by default) are
+removed — their files and their rows in the log index. Job runs stay listed (marked as purged)
+and their MLflow runs, with the log artifacts uploaded to them, are kept.
+
+Runs at every submission (cheap: one indexed query) and is what the Jupyter server calls daily.
+``JUPYTER_AIR_LOG_RETENTION_DAYS`` changes the period (0 turns purging off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+from .paths import job_dir
+from .store import JobStore
+
+DEFAULT_DAYS = 60.0
+RETENTION_ENV = "JUPYTER_AIR_LOG_RETENTION_DAYS"
+
+
+@dataclass
+class PurgeReport:
+    jobs: list[str] = field(default_factory=list)
+    bytes: int = 0
+
+
+def retention_days(explicit: float | None = None) -> float:
+    if explicit is not None:
+        return float(explicit)
+    value = os.environ.get(RETENTION_ENV)
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return DEFAULT_DAYS
+
+
+def purge_logs(
+    store: JobStore, *, days: float | None = None, now: float | None = None
+) -> PurgeReport:
+    """Remove the logs of job runs that ended more than ``days`` days before ``now``."""
+    report = PurgeReport()
+    period = retention_days(days)
+    if period <= 0:
+        return report
+    cutoff = (time.time() if now is None else now) - period * 86400
+    data = store.data_dir
+    for job_id in store.purgeable_jobs(cutoff):
+        folder = job_dir(data, job_id)
+        for path in folder.glob("attempt_*/node_*.log"):
+            with contextlib.suppress(OSError):
+                report.bytes += path.stat().st_size
+        for attempt in folder.glob("attempt_*"):
+            shutil.rmtree(attempt, ignore_errors=True)
+        store.mark_logs_purged(job_id)
+        report.jobs.append(job_id)
+    return report

@@ -1,0 +1,395 @@
+"""The workload YAML: a pydantic model of its fields, and a loader whose errors say which field, on
+which line, and what to write instead — every problem at once, before anything is created.
+
+```yaml
+experiment_name: my-training          # required
+mlflow_run_name: baseline-lr3e5       # default: experiment_name
+mlflow_artifact_location: ./artifacts # used when the experiment is created
+compute: {num_accelerators: 2, accelerator_type: GPU, num_nodes: 1}
+command: torchrun --nproc_per_node=2 train.py
+max_retries: 2
+timeout_minutes: 60                   # per attempt
+working_dir: .                        # default: the YAML file's folder
+env_variables: {LR: "3e-5"}
+```
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .yaml_source import Document, Problem, YamlSyntaxError, dotted, load
+
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]*$")
+
+# set by jupyter-air for every attempt and node: a spec may not set them
+RESERVED_ENV = frozenset(
+    {
+        "MLFLOW_RUN_ID",
+        "MLFLOW_EXPERIMENT_ID",
+        "MLFLOW_EXPERIMENT_NAME",
+        "MLFLOW_TRACKING_URI",
+        "CUDA_VISIBLE_DEVICES",
+        "NODE_RANK",
+        "NNODES",
+        "JUPYTER_AIR_JOB_ID",
+        "JUPYTER_AIR_ATTEMPT",
+    }
+)
+
+
+class Compute(BaseModel):
+    """What each attempt needs: ``num_nodes`` nodes with ``num_accelerators`` accelerators each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_accelerators: PositiveInt = 1
+    accelerator_type: str = "GPU"
+    num_nodes: PositiveInt = 1
+
+    @field_validator("accelerator_type", mode="before")
+    @classmethod
+    def _accelerator_type(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not MODEL_NAME.match(value.strip()):
+            raise ValueError("accelerator type")
+        value = value.strip()
+        return value.upper() if value.upper() in ("GPU", "CPU") else value
+
+    @property
+    def uses_gpus(self) -> bool:
+        return self.accelerator_type != "CPU"
+
+
+class WorkloadSpec(BaseModel):
+    """A workload as submitted: one job run, each attempt a new MLflow run in the experiment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    experiment_name: Annotated[str, Field(strict=True, min_length=1)]
+    mlflow_run_name: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    mlflow_artifact_location: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    compute: Compute = Field(default_factory=Compute)
+    command: Annotated[str, Field(strict=True, min_length=1)] | list[str]
+    max_retries: NonNegativeInt = 0
+    timeout_minutes: Annotated[float, Field(gt=0)] | None = None
+    working_dir: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    env_variables: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("experiment_name", "mlflow_run_name", "command", mode="after")
+    @classmethod
+    def _not_blank(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("blank")
+        if isinstance(value, list) and (not value or not all(isinstance(v, str) for v in value)):
+            raise ValueError("empty list")
+        return value
+
+    @field_validator("timeout_minutes", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError("number")
+        return value
+
+    @field_validator("env_variables", mode="before")
+    @classmethod
+    def _env(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("mapping")
+        out: dict[str, str] = {}
+        for name, item in value.items():
+            if isinstance(item, bool):
+                out[str(name)] = "true" if item else "false"
+            elif isinstance(item, (str, int, float)):
+                out[str(name)] = str(item)
+            else:
+                out[str(name)] = item  # rejected below with the field's own message
+        return out
+
+    @property
+    def run_name(self) -> str:
+        return self.mlflow_run_name or self.experiment_name
+
+    @property
+    def uses_shell(self) -> bool:
+        return isinstance(self.command, str)
+
+    def command_text(self) -> str:
+        if isinstance(self.command, str):
+            return self.command
+        import shlex
+
+        return shlex.join(self.command)
+
+
+FIELD_HELP: dict[str, str] = {
+    "experiment_name": "must be a non-empty string: the MLflow experiment (created if missing)",
+    "mlflow_run_name": "must be a non-empty string",
+    "mlflow_artifact_location": "must be a non-empty string: a folder path or an artifact URI",
+    "compute": "must be a mapping with num_accelerators, accelerator_type, num_nodes",
+    "compute.num_accelerators": "must be a positive integer",
+    "compute.num_nodes": "must be a positive integer",
+    "compute.accelerator_type": "must be GPU, CPU, or a GPU model name such as H100 or A100",
+    "command": (
+        "must be a non-empty string (run by /bin/sh) or a list of strings "
+        "(e.g. torchrun --nproc_per_node=2 train.py)"
+    ),
+    "max_retries": "must be an integer ≥ 0",
+    "timeout_minutes": "must be a positive number of minutes",
+    "working_dir": "must be a folder path (a non-empty string)",
+    "env_variables": "must be a mapping of NAME: value",
+}
+
+REQUIRED_HELP = {
+    "experiment_name": "required: the MLflow experiment to put the runs in",
+    "command": "required: the command to run (e.g. torchrun --nproc_per_node=2 train.py)",
+}
+
+
+class SpecError(ValueError):
+    """Everything wrong with a workload file, each problem with its field and line."""
+
+    def __init__(self, problems: list[Problem], source: str | None = None) -> None:
+        self.problems = problems
+        self.source = source
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        if len(self.problems) == 1:
+            return f"{where}{self.problems[0]}"
+        head = f"{where}{len(self.problems)} problems"
+        return head + "".join(f"\n  {p}" for p in self.problems)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [
+            {"field": p.path, "message": p.message, "line": p.line, "column": p.column}
+            for p in self.problems
+        ]
+
+
+def load_spec(
+    text: str, *, base_dir: str | os.PathLike[str] | None = None, source: str | None = None
+) -> WorkloadSpec:
+    """Parse and validate a workload file's text. Relative ``working_dir`` and local
+    ``mlflow_artifact_location`` are resolved against ``base_dir`` (the file's folder; default the
+    current folder), and ``working_dir`` must exist. Raises SpecError listing every problem."""
+    base = Path(base_dir or os.getcwd()).resolve()
+    try:
+        document = load(text)
+    except YamlSyntaxError as error:
+        raise SpecError([error.problem], source) from None
+    problems = list(document.problems)
+    data = document.data
+    if data is None:
+        raise SpecError(
+            [Problem("", "the file is empty: a workload needs experiment_name and command")],
+            source,
+        )
+    if not isinstance(data, dict):
+        raise SpecError(
+            [
+                Problem(
+                    "",
+                    "a workload file must be a mapping of fields "
+                    "(experiment_name: …, command: …), not a "
+                    f"{type(data).__name__}",
+                    line=document.lines.get((), 1),
+                )
+            ],
+            source,
+        )
+    spec: WorkloadSpec | None = None
+    try:
+        spec = WorkloadSpec.model_validate(data)
+    except ValidationError as error:
+        problems.extend(_problems(error, document, data))
+    problems.extend(_env_problems(data, document))
+    problems.extend(_working_dir_problems(data, base, document))
+    if spec is not None:
+        spec = _resolve_paths(spec, base)
+    if problems:
+        problems.sort(key=lambda p: (p.line or 0, p.path))
+        raise SpecError(_unique(problems), source)
+    assert spec is not None
+    return spec
+
+
+def load_spec_file(path: str | os.PathLike[str]) -> tuple[WorkloadSpec, str]:
+    """``(spec, text)`` of a workload file; relative paths in it are relative to its folder."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([Problem("", "no such file")], str(path)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError([Problem("", f"cannot read it: {error}")], str(path)) from None
+    return load_spec(text, base_dir=file.resolve().parent, source=str(path)), text
+
+
+def _problems(error: ValidationError, document: Document, data: dict) -> list[Problem]:
+    problems = []
+    for item in error.errors():
+        loc = tuple(part for part in item["loc"] if not _union_branch(part))
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            problems.append(_unknown(loc, document))
+            continue
+        path = dotted(loc)
+        if loc and loc[0] == "env_variables":
+            continue  # reported once by _env_problems, with names
+        if kind == "missing":
+            parent = loc[:-1]
+            line = document.line_of(parent) if parent else None
+            message = REQUIRED_HELP.get(path, "required field is missing")
+            problems.append(Problem(path, message, line=line))
+            continue
+        key = path if path in FIELD_HELP else dotted(loc[:1])
+        message = FIELD_HELP.get(key, item["msg"])
+        value = _get(data, loc)
+        hint = None
+        if not isinstance(value, (dict, list)):
+            hint = f"got {_shown(value)}"
+        problems.append(Problem(key, message, line=document.line_of(loc, value=True), hint=hint))
+    return problems
+
+
+def _union_branch(part: Any) -> bool:
+    # pydantic names the branch of a union it tried ('str', 'list[str]', 'function-after[…]')
+    return isinstance(part, str) and (
+        part in ("str", "list[str]", "float", "int")
+        or part.startswith(("function-", "constrained-"))
+    )
+
+
+def _unknown(loc: tuple, document: Document) -> Problem:
+    path = dotted(loc)
+    name = str(loc[-1])
+    parent = loc[:-1]
+    model: type[BaseModel] = Compute if parent == ("compute",) else WorkloadSpec
+    choices = list(model.model_fields)
+    hint = ""
+    match = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    if match:
+        hint = f"did you mean '{match[0]}'?"
+    elif model is WorkloadSpec:
+        nested = difflib.get_close_matches(name, list(Compute.model_fields), n=1, cutoff=0.75)
+        if nested:
+            hint = f"did you mean 'compute.{nested[0]}'?"
+    if not hint:
+        hint = "valid fields: " + ", ".join(choices)
+    return Problem(path, "unknown field", line=document.line_of(loc), hint=hint)
+
+
+def _env_problems(data: dict, document: Document) -> list[Problem]:
+    env = data.get("env_variables")
+    if env is None:
+        return []
+    if not isinstance(env, dict):
+        return [
+            Problem(
+                "env_variables",
+                FIELD_HELP["env_variables"],
+                line=document.line_of(("env_variables",), value=True),
+            )
+        ]
+    problems = []
+    for name, value in env.items():
+        loc = ("env_variables", name)
+        line = document.line_of(loc)
+        where = f"env_variables.{name}"
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            problems.append(
+                Problem(
+                    where,
+                    "not a valid variable name (letters, digits and _, not starting with a digit)",
+                    line=line,
+                )
+            )
+        elif name in RESERVED_ENV:
+            problems.append(
+                Problem(
+                    where,
+                    "is set by jupyter-air for each attempt",
+                    line=line,
+                    hint="use compute.num_accelerators instead"
+                    if name == "CUDA_VISIBLE_DEVICES"
+                    else None,
+                )
+            )
+        if value is None or isinstance(value, (dict, list)):
+            problems.append(Problem(where, "must be a string, a number or true/false", line=line))
+    return problems
+
+
+def _working_dir_problems(data: dict, base: Path, document: Document) -> list[Problem]:
+    value = data.get("working_dir")
+    if not isinstance(value, str) or not value.strip():
+        return []
+    folder = (base / Path(value).expanduser()).resolve()
+    if folder.is_dir():
+        return []
+    what = "is not a folder" if folder.exists() else "does not exist"
+    return [
+        Problem(
+            "working_dir",
+            f"{str(folder)!r} {what}",
+            line=document.line_of(("working_dir",), value=True),
+        )
+    ]
+
+
+def _resolve_paths(spec: WorkloadSpec, base: Path) -> WorkloadSpec:
+    working = base
+    if spec.working_dir is not None:
+        working = (base / Path(spec.working_dir).expanduser()).resolve()
+    location = spec.mlflow_artifact_location
+    if location and not urllib.parse.urlparse(location).scheme:
+        location = str((base / Path(location).expanduser()).resolve())
+    update = {"working_dir": str(working), "mlflow_artifact_location": location}
+    return spec.model_copy(update=update)
+
+
+def _shown(value: Any) -> str:
+    """A value as it reads in YAML."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _get(data: Any, loc: tuple) -> Any:
+    for part in loc:
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    seen, out = set(), []
+    for p in problems:
+        key = (p.path, p.message, p.line)
+        if p.path in FIELD_HELP:
+            key = (p.path, "", p.line)  # one problem per field (a union reports each branch)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out

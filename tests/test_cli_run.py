@@ -1,0 +1,291 @@
+"""The `air` command: `air run` (ids and absolute links on the Jupyter server found from its
+runtime file, errors with exit codes that create nothing), `air list runs`, `air get run`, and a
+job that outlives the `air` process that submitted it."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import threading
+
+import pytest
+from workloads_support import PY, air, air_environment, wait_for, wait_until, write
+
+from jupyter_air.cli import build_parser
+from jupyter_air.workloads.store import JobStore
+
+
+@pytest.fixture
+def env(mlflow_server, monkeypatch, tmp_path):
+    import mlflow
+
+    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
+    store = JobStore.for_data_dir(data)
+    return type(
+        "Env",
+        (),
+        {
+            "store": store,
+            "tmp": tmp_path,
+            "url": mlflow_server.url,
+            "client": mlflow.MlflowClient(mlflow_server.url),
+        },
+    )
+
+
+@pytest.fixture
+def jupyter_server(env, monkeypatch):
+    """A stand-in for a running Jupyter server with jupyter-air: its runtime file, and an HTTP
+    server answering GET <base>air/api/mlflow (with the token only)."""
+    token = "secret-token"
+    tracking_uri = env.url
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path != "/user/ada/air/api/mlflow":
+                self.send_error(404)
+                return
+            if self.headers.get("Authorization") != f"token {token}":
+                self.send_error(403)
+                return
+            body = json.dumps(
+                {
+                    "mode": "embedded",
+                    "state": "ready",
+                    "tracking_uri": tracking_uri,
+                    "ui": "/user/ada/air/mlflow/",
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/user/ada/"
+    info = {
+        "url": url,
+        "base_url": "/user/ada/",
+        "token": token,
+        "pid": os.getpid(),
+        "root_dir": str(env.tmp),
+    }
+    runtime = env.tmp / "runtime"
+    (runtime / f"jpserver-{os.getpid()}.json").write_text(json.dumps(info))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # found from the server
+    yield url
+    server.shutdown()
+
+
+def test_help_has_examples():
+    parser = build_parser()
+    assert "air run workload.yaml" in parser.format_help()
+    assert "exit codes" in parser.format_help()
+    result = air("logs", "--help")
+    assert result.returncode == 0 and "--download-to" in result.stdout
+    assert "examples:" in air("list", "runs", "--help").stdout
+    assert air().returncode == 2  # no command: usage
+
+
+def test_run_prints_the_id_and_links_on_the_jupyter_server(env, jupyter_server):
+    write(env.tmp, "ok.py", "print('hello from the job')\n")
+    name = f"cli-{env.tmp.name}"
+    spec = write(
+        env.tmp,
+        "w.yaml",
+        f"experiment_name: {name}\ncompute: {{accelerator_type: CPU}}\ncommand: {PY} ok.py\n",
+    )
+    result = air("run", str(spec))
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Submitted job run ")
+    job_id = first.split()[3]
+    experiment_id = env.client.get_experiment_by_name(name).experiment_id
+    ui = f"{jupyter_server}air/mlflow/"
+    assert f"Job:        {jupyter_server}lab?air-workload={job_id}" in result.stdout
+    assert (
+        f"Experiment: {ui}#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+        in result.stdout
+    )
+    assert "secret-token" not in result.stdout
+    job = wait_for(env.store, job_id)
+    assert job.status == "SUCCEEDED"
+    assert job.tracking_uri == env.url  # asked the server for it
+
+    shown = air("get", "run", job_id[:6])
+    assert shown.returncode == 0, shown.stderr
+    run_id = job.attempts[0].mlflow_run_id
+    assert f"Job run {job_id}: SUCCEEDED (the command succeeded)" in shown.stdout
+    assert f"{ui}#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning" in (
+        shown.stdout
+    )
+    assert "Compute:     CPU" in shown.stdout
+    data = json.loads(air("get", "run", job_id, "-o", "json").stdout)
+    assert data["attempts"][0]["links"]["system_metrics"].endswith(
+        f"/runs/{run_id}/system-metrics?workflowType=machine_learning"
+    )
+    assert data["links"]["job"] == f"{jupyter_server}lab?air-workload={job_id}"
+
+
+def test_no_tracking_server_says_how_to_fix_it(env, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    spec = write(
+        env.tmp, "w.yaml", "experiment_name: e\ncompute: {accelerator_type: CPU}\ncommand: 'true'\n"
+    )
+    result = air("run", str(spec))
+    assert result.returncode == 3
+    assert "MLFLOW_TRACKING_URI is not set and no running Jupyter server" in result.stderr
+    assert "jupyter lab" in result.stderr
+    assert not env.store.path.exists() or env.store.count_jobs() == 0
+
+
+def test_invalid_specs_create_nothing(env):
+    name = f"never-{env.tmp.name}"
+    cases = {
+        "bad.yaml": (
+            f"experiment_name: {name}\ncompute:\n  num_acelerators: 2\n  num_accelerators: 0\n"
+            "command: x\n",
+            2,
+            [
+                "compute.num_acelerators: unknown field (line 3); did you mean 'num_accelerators'?",
+                "compute.num_accelerators: must be a positive integer (line 4); got 0",
+            ],
+        ),
+        "syntax.yaml": (
+            f"experiment_name: {name}\ncommand: [x\n",
+            2,
+            ["YAML syntax error", "(line 3, column 1)"],
+        ),
+        "gpus.yaml": (
+            f"experiment_name: {name}\ncompute: {{num_accelerators: 2, accelerator_type: Z9000}}\n"
+            "command: x\n",
+            4,
+            ["Not enough GPUs: this workload needs 2 Z9000 GPUs; this machine has"],
+        ),
+    }
+    for file, (text, code, messages) in cases.items():
+        result = air("run", str(write(env.tmp, file, text)))
+        assert result.returncode == code, (file, result.stderr)
+        for message in messages:
+            assert message in result.stderr, (file, result.stderr)
+    missing = air("run", str(env.tmp / "missing.yaml"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    as_json = air("run", str(env.tmp / "bad.yaml"), "--output", "json")
+    problems = json.loads(as_json.stderr.splitlines()[0])["problems"]
+    assert problems[0] == {
+        "field": "compute.num_acelerators",
+        "message": "unknown field",
+        "line": 3,
+        "column": None,
+    }
+    # nothing was created: no job run, no experiment
+    assert not env.store.path.exists() or env.store.count_jobs() == 0
+    assert env.client.get_experiment_by_name(name) is None
+
+
+def test_a_job_outlives_the_process_that_submitted_it(env):
+    write(
+        env.tmp,
+        "wait.py",
+        "import pathlib, time\nprint('waiting', flush=True)\n"
+        "while not pathlib.Path('go').exists(): time.sleep(0.05)\nprint('went')\n",
+    )
+    spec = write(
+        env.tmp,
+        "w.yaml",
+        f"experiment_name: outlive-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+        f"command: {PY} wait.py\n",
+    )
+    submitted = air("run", str(spec), "--output", "json")  # the `air` process exits here
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = json.loads(submitted.stdout)["id"]
+    wait_until(lambda: env.store.get_job(job_id).status == "RUNNING", 30, "the job to run")
+    job = env.store.get_job(job_id)
+    import psutil
+
+    supervisor = psutil.Process(job.supervisor_pid)
+    assert supervisor.ppid() != os.getpid()  # detached: not a child of the test either
+    assert os.getsid(job.supervisor_pid) == job.supervisor_pid  # its own session
+    (env.tmp / "go").write_text("")
+    assert wait_for(env.store, job_id).status == "SUCCEEDED"
+
+
+def test_list_runs(env):
+    write(env.tmp, "ok.py", "print('ok')\n")
+    ids = []
+    for name, code in (("a", "0"), ("b", "1")):
+        spec = write(
+            env.tmp,
+            f"{name}.yaml",
+            f"experiment_name: list-{name}-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+            f"command: {PY} -c 'raise SystemExit({code})'\n",
+        )
+        result = air("run", str(spec), "-o", "json")
+        ids.append(json.loads(result.stdout)["id"])
+    for job_id in ids:
+        wait_for(env.store, job_id)
+    none_active = air("list", "runs")
+    assert none_active.returncode == 0
+    assert "No active job runs. `air list runs --all-status` lists every one." in none_active.stderr
+    table = air("list", "runs", "--all-status")
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == [
+        "ID",
+        "STATUS",
+        "EXPERIMENT",
+        "RUN",
+        "NAME",
+        "ATTEMPTS",
+        "COMPUTE",
+        "SUBMITTED",
+        "DURATION",
+    ]
+    assert [line.split()[0] for line in lines[1:]] == ids[::-1]  # newest first
+    failed = json.loads(air("list", "runs", "--status", "failed", "-o", "json").stdout)
+    assert [j["id"] for j in failed] == [ids[1]]
+    assert failed[0]["attempts"][0]["reason"] == "node 0 exited with code 1"
+    by_experiment = air(
+        "list", "runs", "--all-status", "--experiment", f"list-a-{env.tmp.name}", "-o", "json"
+    )
+    assert [j["id"] for j in json.loads(by_experiment.stdout)] == [ids[0]]
+    assert (
+        len(json.loads(air("list", "runs", "--all-status", "--limit", "1", "-o", "json").stdout))
+        == 1
+    )
+    assert air("list", "runs", "--status", "DONE").returncode == 2
+    assert air("list", "runs", "--limit", "0").returncode == 2
+    missing = air("get", "run", "ffffffffffff")
+    assert missing.returncode == 5 and "No job run 'ffffffffffff'" in missing.stderr
+
+
+def test_connection_from_a_kernel_or_terminal_environment(monkeypatch, tmp_path):
+    """In a kernel or JupyterLab terminal the server's environment says where things are."""
+    from jupyter_air.workloads.connection import NoTrackingServer, find_connection
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))  # no server to find
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    monkeypatch.setenv("JUPYTER_AIR_MLFLOW_UI", "/user/ada/air/mlflow/")
+    monkeypatch.setenv("JUPYTER_AIR_SERVER_URL", "https://hub.example.org/user/ada/")
+    conn = find_connection()
+    assert conn.tracking_uri == "http://127.0.0.1:5999"
+    assert conn.mlflow_ui == "https://hub.example.org/user/ada/air/mlflow/"
+    assert conn.job_link("abc") == "https://hub.example.org/user/ada/lab?air-workload=abc"
+    assert conn.run_links("3", "r1")["run"] == (
+        "https://hub.example.org/user/ada/air/mlflow/#/experiments/3/runs/r1"
+        "?workflowType=machine_learning"
+    )
+    # a remote tracking server of your own: links to its UI
+    for name in ("JUPYTER_AIR_MLFLOW_UI", "JUPYTER_AIR_SERVER_URL"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example.org")
+    conn = find_connection()
+    assert conn.mlflow_ui == "https://mlflow.example.org/" and conn.job_link("x") is None
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert find_connection(require_tracking=False) is None
+    with pytest.raises(NoTrackingServer):
+        find_connection()

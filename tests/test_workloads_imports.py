@@ -1,0 +1,68 @@
+"""Importing the workloads modules, the `air` CLI and the magics starts nothing and imports no
+mlflow or torch (pydantic only for the spec itself); loading the IPython extension registers
+%%air_run without importing them either."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+WORKLOADS = [
+    "artifacts",
+    "capacity",
+    "capture",
+    "connection",
+    "follow",
+    "jobs",
+    "levels",
+    "local_backend",
+    "logfile",
+    "logquery",
+    "paths",
+    "processes",
+    "retention",
+    "spec",
+    "store",
+    "supervisor",
+    "views",
+    "yaml_source",
+]
+MODULES = [
+    "jupyter_air.workloads",
+    *(f"jupyter_air.workloads.{name}" for name in WORKLOADS),
+    "jupyter_air.cli",
+    "jupyter_air.magics",
+]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_import_is_light(module):
+    allowed = {"pydantic"} if module.endswith(".spec") else set()
+    code = (
+        f"import sys, threading; import {module}; "
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'mlflow', 'torch', 'pydantic'}; "
+        f"heavy -= {allowed!r}; "
+        "assert not heavy, heavy; "
+        "assert threading.active_count() == 1, threading.enumerate()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_loading_the_extension_registers_the_magics_lazily():
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "shell.run_line_magic('load_ext', 'jupyter_air')\n"
+        "assert 'air_run' in shell.magics_manager.magics['cell']\n"
+        "assert 'air_run' in shell.magics_manager.magics['line']\n"
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'mlflow', 'torch', 'pydantic'}\n"
+        "assert not heavy, heavy\n"
+        "shell.run_line_magic('unload_ext', 'jupyter_air')\n"
+        "assert 'air_run' not in shell.magics_manager.magics['cell']\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -1,0 +1,286 @@
+"""Job runs end to end, with real processes and a real MLflow server: retries (each attempt a new
+MLflow run in the experiment, with its logs attached), failure after the last retry, timeouts,
+two nodes that rendezvous with torchrun, GPUs per node, cancel leaving no process, a supervisor
+that dies, and an experiment whose artifact location differs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from types import SimpleNamespace
+
+import pytest
+from fake_nvml import FakeGpu, FakeNvml
+from workloads_support import PY, air_environment, alive, wait_for, wait_until, write
+
+from jupyter_air.tracking.experiments import ExperimentError
+from jupyter_air.workloads.capacity import GpuInventory, gpu_inventory
+from jupyter_air.workloads.jobs import cancel, get_job, submit
+from jupyter_air.workloads.logquery import query_logs
+from jupyter_air.workloads.spec import load_spec
+from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.supervisor import TAG_ATTEMPT, TAG_JOB
+
+
+@pytest.fixture
+def env(mlflow_server, monkeypatch, tmp_path):
+    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
+    import mlflow
+
+    return SimpleNamespace(
+        store=JobStore.for_data_dir(data),
+        tmp=tmp_path,
+        client=mlflow.MlflowClient(mlflow_server.url),
+    )
+
+
+def start(env, text: str, inventory: GpuInventory | None = None):
+    spec = load_spec(text, base_dir=env.tmp)
+    return submit(
+        spec, store=env.store, spec_yaml=text, inventory=inventory or GpuInventory([], "none")
+    )
+
+
+FLAKY = """
+import json, os, sys, pathlib
+counter = pathlib.Path("counter.txt")
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+keys = ["MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_TRACKING_URI", "JUPYTER_AIR_ATTEMPT",
+        "CUDA_VISIBLE_DEVICES", "LR"]
+print("ENV " + json.dumps({k: os.environ.get(k) for k in keys}), flush=True)
+print("WARNING: attempt", n + 1, file=sys.stderr)
+if n < int(sys.argv[1]):
+    raise SystemExit(3)
+print("done")
+"""
+
+
+def env_lines(store, job_id, attempt, node=0):
+    page = query_logs(store, job_id, attempt=attempt, node=node)
+    return [json.loads(line.text[4:]) for line in page.lines if line.text.startswith("ENV ")]
+
+
+def test_fails_twice_then_succeeds(env):
+    write(env.tmp, "flaky.py", FLAKY)
+    experiment = f"retries-{env.tmp.name}"
+    job = start(
+        env,
+        f"experiment_name: {experiment}\n"
+        "mlflow_run_name: baseline\n"
+        "compute: {accelerator_type: CPU}\n"
+        f"command: {PY} flaky.py 2\n"
+        "max_retries: 2\n"
+        "env_variables: {LR: 3e-5}\n",
+    )
+    job = wait_for(env.store, job.id)
+    assert (job.status, job.reason) == ("SUCCEEDED", "the command succeeded on attempt 3")
+    assert [(a.attempt, a.status, a.exit_code) for a in job.attempts] == [
+        (1, "FAILED", 3),
+        (2, "FAILED", 3),
+        (3, "SUCCEEDED", 0),
+    ]
+    assert job.attempts[0].reason == "node 0 exited with code 3"
+    run_ids = [a.mlflow_run_id for a in job.attempts]
+    assert len(set(run_ids)) == 3
+
+    # three runs in the experiment, named, tagged, ended, each with its attempt's log attached
+    experiment_id = env.client.get_experiment_by_name(experiment).experiment_id
+    assert job.experiment_id == experiment_id
+    runs = env.client.search_runs([experiment_id], filter_string=f"tags.`{TAG_JOB}` = '{job.id}'")
+    by_attempt = {int(r.data.tags[TAG_ATTEMPT]): r for r in runs}
+    assert sorted(by_attempt) == [1, 2, 3]
+    assert [by_attempt[k].info.run_id for k in (1, 2, 3)] == run_ids
+    assert [by_attempt[k].info.status for k in (1, 2, 3)] == ["FAILED", "FAILED", "FINISHED"]
+    for attempt, run in by_attempt.items():
+        assert run.info.run_name == "baseline"
+        assert "jupyter_air.system_metrics.node_0" in run.data.tags
+        (artifact,) = env.client.list_artifacts(run.info.run_id, f"logs/attempt_{attempt}")
+        assert artifact.path == f"logs/attempt_{attempt}/node_0.log"
+        local = env.client.download_artifacts(run.info.run_id, artifact.path, str(env.tmp))
+        with open(local) as attached:
+            assert f"WARNING: attempt {attempt}" in attached.read()
+        # the command got this attempt's run
+        (seen,) = env_lines(env.store, job.id, attempt)
+        assert seen["MLFLOW_RUN_ID"] == run.info.run_id
+        assert seen["MLFLOW_EXPERIMENT_ID"] == experiment_id
+        assert seen["MLFLOW_TRACKING_URI"] == env.client.tracking_uri
+        assert seen["JUPYTER_AIR_ATTEMPT"] == str(attempt)
+        assert seen["CUDA_VISIBLE_DEVICES"] == ""  # CPU: no GPU visible
+        assert seen["LR"] == "3e-5"
+    errors = query_logs(env.store, job.id, attempt=1, level="warning")
+    assert [line.text for line in errors.lines] == ["WARNING: attempt 1"]
+    assert (env.tmp / "counter.txt").read_text() == "3"
+
+
+def test_always_failing_fails_after_the_retries(env):
+    write(env.tmp, "flaky.py", FLAKY)
+    job = start(
+        env,
+        f"experiment_name: fails-{env.tmp.name}\n"
+        "compute: {accelerator_type: CPU}\n"
+        f"command: [{PY}, flaky.py, '99']\n"
+        "max_retries: 2\n",
+    )
+    job = wait_for(env.store, job.id)
+    assert job.status == "FAILED"
+    assert job.reason == "node 0 exited with code 3 (failed 3 attempts)"
+    assert [a.status for a in job.attempts] == ["FAILED"] * 3
+    statuses = {env.client.get_run(a.mlflow_run_id).info.status for a in job.attempts}
+    assert statuses == {"FAILED"}
+
+
+def test_a_timeout_is_retried(env):
+    write(env.tmp, "hang.py", "import time\nprint('started', flush=True)\ntime.sleep(120)\n")
+    job = start(
+        env,
+        f"experiment_name: timeout-{env.tmp.name}\n"
+        "compute: {accelerator_type: CPU}\n"
+        f"command: {PY} hang.py\n"
+        "timeout_minutes: 0.03\n"
+        "max_retries: 1\n",
+    )
+    job = wait_for(env.store, job.id)
+    assert job.status == "FAILED"
+    assert job.reason == "timed out after 0.03 min (timeout_minutes) (failed 2 attempts)"
+    assert [(a.status, a.timed_out) for a in job.attempts] == [("FAILED", True)] * 2
+    for attempt in job.attempts:
+        assert [
+            line.text for line in query_logs(env.store, job.id, attempt=attempt.attempt).lines
+        ] == ["started"]
+        assert not any(alive(n.pid) for n in attempt.nodes)
+
+
+TWO_NODES = """
+import json, os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+value = torch.tensor([dist.get_rank() + 1.0])
+dist.all_reduce(value)
+keys = ["NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER", "MLFLOW_RUN_ID", "JUPYTER_AIR_JOB_ID", "RANK", "WORLD_SIZE"]
+info = {k: os.environ.get(k) for k in keys}
+info["sum"] = value.item()
+info["cwd"] = os.getcwd()
+print("ENV " + json.dumps(info), flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_two_nodes_rendezvous_with_torchrun_and_get_their_gpus(env):
+    """The local backend: 2 node processes, each `torchrun --nproc_per_node=1`, find each other
+    through the NODE_RANK/MASTER_* (and PET_*) variables; each node gets its own GPU."""
+    (env.tmp / "work").mkdir()
+    write(env.tmp, "work/train.py", TWO_NODES)
+    nvml = FakeNvml([FakeGpu(uuid="GPU-a"), FakeGpu(uuid="GPU-b")])  # 2 x A100
+    job = start(
+        env,
+        f"experiment_name: nodes-{env.tmp.name}\n"
+        "compute: {num_accelerators: 1, accelerator_type: A100, num_nodes: 2}\n"
+        f"command: {PY} -m torch.distributed.run --nproc_per_node=1 train.py\n"
+        "working_dir: work\n",
+        inventory=gpu_inventory(nvml, environ={}),
+    )
+    assert job.gpus == [[0], [1]]
+    job = wait_for(env.store, job.id, timeout=120)
+    assert job.status == "SUCCEEDED", job.reason
+    (attempt,) = job.attempts
+    seen = [env_lines(env.store, job.id, 1, node)[0] for node in (0, 1)]
+    for node, info in enumerate(seen):
+        assert info["NODE_RANK"] == str(node) and info["NNODES"] == "2"
+        assert info["RANK"] == str(node) and info["WORLD_SIZE"] == "2"
+        assert info["sum"] == 3.0  # both ranks took part
+        assert info["CUDA_VISIBLE_DEVICES"] == str(node)
+        assert info["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+        assert info["MLFLOW_RUN_ID"] == attempt.mlflow_run_id  # all nodes share the run
+        assert info["JUPYTER_AIR_JOB_ID"] == job.id
+        assert info["cwd"] == str(env.tmp / "work")
+    assert seen[0]["MASTER_PORT"] == seen[1]["MASTER_PORT"]
+    assert [n.gpus for n in attempt.nodes] == ["0", "1"]
+    run = env.client.get_run(attempt.mlflow_run_id)
+    assert {"jupyter_air.system_metrics.node_0", "jupyter_air.system_metrics.node_1"} <= set(
+        run.data.tags
+    )
+    artifacts = env.client.list_artifacts(attempt.mlflow_run_id, "logs/attempt_1")
+    assert sorted(a.path for a in artifacts) == [
+        "logs/attempt_1/node_0.log",
+        "logs/attempt_1/node_1.log",
+    ]
+
+
+SPAWNER = """
+import os, subprocess, sys, time, pathlib
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+pathlib.Path(f"pids-{os.environ['NODE_RANK']}").write_text(f"{os.getpid()} {child.pid}")
+print("running", flush=True)
+time.sleep(300)
+"""
+
+
+def test_cancel_leaves_no_process(env):
+    write(env.tmp, "spawner.py", SPAWNER)
+    job = start(
+        env,
+        f"experiment_name: cancel-{env.tmp.name}\n"
+        "compute: {accelerator_type: CPU, num_nodes: 2}\n"
+        f"command: {PY} spawner.py\n"
+        "max_retries: 3\n",
+    )
+    files = [env.tmp / "pids-0", env.tmp / "pids-1"]
+    wait_until(lambda: all(f.exists() for f in files), 60, "both nodes to start")
+    pids = [int(p) for f in files for p in f.read_text().split()]
+    running = get_job(env.store, job.id)
+    node_pids = [n.pid for n in running.attempts[0].nodes]
+    supervisor = running.supervisor_pid
+    assert all(alive(p) for p in [*pids, *node_pids, supervisor])
+
+    ended = cancel(env.store, job.id)
+    assert ended.status == "CANCELLED"
+    assert ended.reason.startswith("cancelled")
+    assert len(ended.attempts) == 1  # a cancelled attempt is not retried
+    assert ended.attempts[0].status == "CANCELLED"
+    left = [p for p in [*pids, *node_pids, supervisor] if alive(p)]
+    assert not left
+    run = env.client.get_run(ended.attempts[0].mlflow_run_id)
+    assert run.info.status == "KILLED"
+    assert cancel(env.store, job.id).status == "CANCELLED"  # again: nothing to do
+
+
+def test_a_supervisor_that_dies_fails_its_job(env):
+    write(env.tmp, "spawner.py", SPAWNER)
+    job = start(
+        env,
+        f"experiment_name: dies-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+        f"command: {PY} spawner.py\n",
+    )
+    wait_until(lambda: (env.tmp / "pids-0").exists(), 60, "the node to start")
+    pids = [int(p) for p in (env.tmp / "pids-0").read_text().split()]
+    running = get_job(env.store, job.id)
+    os.kill(running.supervisor_pid, signal.SIGKILL)
+    wait_until(lambda: not alive(running.supervisor_pid), 10, "the supervisor to die")
+    ended = get_job(env.store, job.id)
+    assert ended.status == "FAILED"
+    assert "stopped unexpectedly" in ended.reason
+    wait_until(lambda: not any(alive(p) for p in pids), 10, "its processes to be stopped")
+    assert ended.attempts[0].status == "FAILED"
+    assert env.client.get_run(ended.attempts[0].mlflow_run_id).info.status == "FAILED"
+
+
+def test_artifact_location(env):
+    name = f"located-{env.tmp.name}"
+    write(env.tmp, "ok.py", "print('ok')\n")
+    text = (
+        f"experiment_name: {name}\ncompute: {{accelerator_type: CPU}}\n"
+        f"command: {PY} ok.py\nmlflow_artifact_location: ./artifacts/here\n"
+    )
+    job = wait_for(env.store, start(env, text).id)
+    assert job.status == "SUCCEEDED"
+    experiment = env.client.get_experiment_by_name(name)
+    assert experiment.artifact_location.endswith(str(env.tmp / "artifacts" / "here"))
+    run_id = job.attempts[0].mlflow_run_id
+    assert (env.tmp / "artifacts" / "here" / run_id / "artifacts" / "logs").is_dir()
+
+    before = env.store.count_jobs()
+    with pytest.raises(ExperimentError, match="already exists with artifact location"):
+        start(env, text.replace("./artifacts/here", "./artifacts/elsewhere"))
+    assert env.store.count_jobs() == before  # nothing created

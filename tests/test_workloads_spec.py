@@ -1,0 +1,164 @@
+"""The workload YAML: valid files load with their defaults and resolved paths; every kind of
+mistake is reported with its field and line (all at once), unknown fields with the nearest name,
+YAML syntax errors with line and column."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_air.workloads.spec import SpecError, load_spec, load_spec_file
+
+EXAMPLE = """\
+experiment_name: my-training          # required: created, or runs appended to it
+mlflow_run_name: baseline-lr3e5       # optional, defaults to experiment_name
+mlflow_artifact_location: ./artifacts/my-training
+compute:
+  num_accelerators: 2
+  accelerator_type: GPU               # or a GPU model; CPU where there is none
+command: torchrun --nproc_per_node=2 train.py
+max_retries: 2
+"""
+
+
+def problems(text: str, **kwargs) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        load_spec(text, **kwargs)
+    return [str(p) for p in info.value.problems]
+
+
+def test_the_issue_example_loads(tmp_path):
+    spec = load_spec(EXAMPLE, base_dir=tmp_path)
+    assert spec.experiment_name == "my-training"
+    assert spec.run_name == "baseline-lr3e5"
+    assert spec.compute.num_accelerators == 2
+    assert spec.compute.accelerator_type == "GPU"
+    assert spec.compute.num_nodes == 1
+    assert spec.command == "torchrun --nproc_per_node=2 train.py"
+    assert spec.max_retries == 2
+    assert spec.mlflow_artifact_location == str(tmp_path / "artifacts" / "my-training")
+    assert spec.working_dir == str(tmp_path)
+    assert spec.timeout_minutes is None
+    assert spec.env_variables == {}
+
+
+def test_defaults_and_the_other_fields(tmp_path):
+    (tmp_path / "src").mkdir()
+    spec = load_spec(
+        "experiment_name: e\n"
+        "command: [python, train.py, --lr, '3e-5']\n"
+        "compute: {accelerator_type: h100, num_nodes: 2}\n"
+        "timeout_minutes: 1.5\n"
+        "working_dir: src\n"
+        "mlflow_artifact_location: s3://bucket/x\n"
+        "env_variables: {LR: 3e-5, STEPS: 10, DEBUG: true}\n",
+        base_dir=tmp_path,
+    )
+    assert spec.run_name == "e"  # defaults to the experiment's name
+    assert spec.command == ["python", "train.py", "--lr", "3e-5"]
+    assert spec.command_text() == "python train.py --lr 3e-5"
+    assert spec.compute.accelerator_type == "h100"
+    assert spec.compute.num_accelerators == 1
+    assert spec.compute.num_nodes == 2
+    assert spec.timeout_minutes == 1.5
+    assert spec.working_dir == str(tmp_path / "src")
+    assert spec.mlflow_artifact_location == "s3://bucket/x"  # URIs are kept as they are
+    assert spec.env_variables == {"LR": "3e-5", "STEPS": "10", "DEBUG": "true"}
+    cpu = load_spec("experiment_name: e\ncommand: x\ncompute: {accelerator_type: cpu}\n")
+    assert cpu.compute.accelerator_type == "CPU" and not cpu.compute.uses_gpus
+
+
+def test_errors_name_the_field_and_line(tmp_path):
+    bad = EXAMPLE.replace("num_accelerators: 2", "num_accelerators: 0")
+    assert problems(bad, base_dir=tmp_path) == [
+        "compute.num_accelerators: must be a positive integer (line 5); got 0"
+    ]
+    for value in ("-1", "two", "1.5", "true", '"2"'):
+        (problem,) = problems(EXAMPLE.replace("num_accelerators: 2", f"num_accelerators: {value}"))
+        assert problem.startswith("compute.num_accelerators: must be a positive integer (line 5)")
+
+
+def test_unknown_fields_name_the_nearest_valid_one():
+    assert problems(EXAMPLE.replace("num_accelerators", "num_acelerators")) == [
+        "compute.num_acelerators: unknown field (line 5); did you mean 'num_accelerators'?"
+    ]
+    assert problems(EXAMPLE.replace("max_retries", "max_retry")) == [
+        "max_retry: unknown field (line 8); did you mean 'max_retries'?"
+    ]
+    # a compute field put at the top level
+    (problem,) = problems(EXAMPLE + "num_nodes: 2\n")
+    assert problem == "num_nodes: unknown field (line 9); did you mean 'compute.num_nodes'?"
+    (problem,) = problems(EXAMPLE + "zzz: 1\n")
+    assert problem.startswith("zzz: unknown field (line 9); valid fields: experiment_name")
+
+
+def test_yaml_syntax_errors_give_line_and_column():
+    (problem,) = problems("experiment_name: x\ncommand: [a, b\nmax_retries: 1\n")
+    assert problem.startswith("YAML syntax error:")
+    assert "(line 3, column" in problem
+    (problem,) = problems("experiment_name: x\n  command: y\n")
+    assert "YAML syntax error" in problem and "line 2" in problem
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    text = (
+        "experiment_name: ''\n"
+        "compute:\n"
+        "  num_acelerators: 2\n"
+        "  num_nodes: 0\n"
+        "  accelerator_type: [x]\n"
+        "max_retries: -1\n"
+        "timeout_minutes: 0\n"
+        "working_dir: missing-folder\n"
+        "env_variables: {1BAD: x, CUDA_VISIBLE_DEVICES: '0', NESTED: {a: 1}}\n"
+        "max_retries: 1\n"
+    )
+    with pytest.raises(SpecError) as info:
+        load_spec(text, base_dir=tmp_path, source="w.yaml")
+    found = [str(p) for p in info.value.problems]
+    assert found == [
+        "command: required: the command to run (e.g. torchrun --nproc_per_node=2 train.py)",
+        "experiment_name: must be a non-empty string: the MLflow experiment (created if "
+        'missing) (line 1); got ""',
+        "compute.num_acelerators: unknown field (line 3); did you mean 'num_accelerators'?",
+        "compute.num_nodes: must be a positive integer (line 4); got 0",
+        "compute.accelerator_type: must be GPU, CPU, or a GPU model name such as H100 or A100 "
+        "(line 5)",
+        "timeout_minutes: must be a positive number of minutes (line 7); got 0",
+        f"working_dir: '{tmp_path / 'missing-folder'}' does not exist (line 8)",
+        "env_variables.1BAD: not a valid variable name (letters, digits and _, not starting "
+        "with a digit) (line 9)",
+        "env_variables.CUDA_VISIBLE_DEVICES: is set by jupyter-air for each attempt (line 9); "
+        "use compute.num_accelerators instead",
+        "env_variables.NESTED: must be a string, a number or true/false (line 9)",
+        "max_retries: duplicate field (first given on line 6) (line 10)",
+    ]
+    message = str(info.value)
+    assert message.startswith("w.yaml: 11 problems\n  command: required")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "the file is empty: a workload needs experiment_name and command"),
+        ("- a\n- b\n", "a workload file must be a mapping of fields"),
+        ("experiment_name: e\ncommand: '  '\n", "command: must be a non-empty string"),
+        ("experiment_name: e\ncommand: []\n", "command: must be a non-empty string"),
+        ("experiment_name: e\ncommand: x\ncompute: 4\n", "compute: must be a mapping"),
+        ("experiment_name: e\ncommand: x\nenv_variables: [A]\n", "env_variables: must be a"),
+        ("experiment_name: 3\ncommand: x\n", "experiment_name: must be a non-empty string"),
+        ("experiment_name: e\ncommand: x\nmlflow_run_name: ''\n", "mlflow_run_name: must be"),
+    ],
+)
+def test_more_mistakes(text, expected):
+    found = problems(text)
+    assert found[0].startswith(expected), found
+
+
+def test_files(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text(EXAMPLE)
+    spec, text = load_spec_file(path)
+    assert text == EXAMPLE
+    assert spec.mlflow_artifact_location == str(tmp_path / "artifacts" / "my-training")
+    with pytest.raises(SpecError, match=r"nope\.yaml: no such file"):
+        load_spec_file(tmp_path / "nope.yaml")

@@ -1,0 +1,144 @@
+"""The job store: SQLite in WAL mode, versioned schema, survives reopening, safe with several
+writer processes at once."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from jupyter_air.workloads.paths import InvalidJobId, new_job_id
+from jupyter_air.workloads.store import (
+    SCHEMA_VERSION,
+    JobNotFound,
+    JobStore,
+    StoreError,
+)
+
+
+def new_job(store: JobStore, **fields):
+    values = {
+        "id": new_job_id(),
+        "experiment_name": "e",
+        "run_name": "r",
+        "command": "true",
+        "compute": {"num_accelerators": 1, "accelerator_type": "CPU", "num_nodes": 1},
+        "max_retries": 0,
+        "spec": {},
+    }
+    values.update(fields)
+    return store.create_job(**values)
+
+
+def test_schema_wal_and_reopening(tmp_path):
+    store = JobStore.for_data_dir(tmp_path)
+    job = new_job(store, experiment_name="exp")
+    assert store.path == tmp_path / "workloads" / "jobs.db"
+    assert store.schema_version() == SCHEMA_VERSION
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    again = JobStore.for_data_dir(tmp_path)  # as after a restart
+    assert again.get_job(job.id).experiment_name == "exp"
+    assert again.get_job(job.id).status == "PENDING"
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    store = JobStore.for_data_dir(tmp_path)
+    new_job(store)
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer jupyter-air"):
+        JobStore.for_data_dir(tmp_path).list_jobs()
+
+
+def test_lifecycle_attempts_nodes_and_log_index(tmp_path):
+    store = JobStore.for_data_dir(tmp_path)
+    job = new_job(store, max_retries=1)
+    assert store.mark_running(job.id)
+    assert not store.mark_running(job.id)  # only from PENDING
+    store.start_attempt(job.id, 1, mlflow_run_id="run1")
+    store.set_node(job.id, 1, 0, pid=123, started=1.0, gpus="")
+    store.finish_node(job.id, 1, 0, 3, None)
+    store.finish_attempt(job.id, 1, "FAILED", "node 0 exited with code 3", exit_code=3)
+    store.index_log_file(job.id, 1, 0, "/x/node_0.log", bytes=10, lines=2, errors=1)
+    store.index_log_file(job.id, 1, 0, "/x/node_0.log", bytes=20, lines=3, complete=1)
+    assert store.finish_job(job.id, "FAILED", "why")
+    assert not store.finish_job(job.id, "SUCCEEDED", "late")  # the first end stays
+    got = store.get_job(job.id)
+    assert (got.status, got.reason) == ("FAILED", "why")
+    (attempt,) = got.attempts
+    assert (attempt.status, attempt.exit_code, attempt.mlflow_run_id) == ("FAILED", 3, "run1")
+    assert attempt.nodes[0].pid == 123 and attempt.nodes[0].exit_code == 3
+    (log_file,) = store.log_files(job.id)
+    assert (log_file.bytes, log_file.lines, log_file.errors, log_file.complete) == (20, 3, 1, True)
+    with pytest.raises(ValueError):
+        store.finish_job(job.id, "RUNNING", None)
+
+
+def test_ids_prefixes_and_listing(tmp_path):
+    store = JobStore.for_data_dir(tmp_path)
+    a = new_job(store, id="aaaa00000001", experiment_name="x", submitted_at=1.0)
+    b = new_job(store, id="aaaa00000002", experiment_name="y", submitted_at=2.0)
+    c = new_job(store, id="bbbb00000003", experiment_name="x", submitted_at=3.0)
+    store.finish_job(c.id, "SUCCEEDED", "ok")
+    assert store.resolve_id("bbbb") == c.id
+    assert store.resolve_id("AAAA00000002") == b.id
+    with pytest.raises(JobNotFound, match="several"):
+        store.resolve_id("aaaa")
+    with pytest.raises(JobNotFound):
+        store.resolve_id("cccc")
+    with pytest.raises(JobNotFound, match="not a job run id"):
+        store.resolve_id("ab")
+    with pytest.raises(InvalidJobId):
+        store.get_job("../../etc")
+    assert [j.id for j in store.list_jobs()] == [c.id, b.id, a.id]  # newest first
+    assert [j.id for j in store.list_jobs(status="PENDING")] == [b.id, a.id]
+    assert [j.id for j in store.list_jobs(experiment="x")] == [c.id, a.id]
+    assert [j.id for j in store.list_jobs(limit=1, offset=1)] == [b.id]
+    assert store.count_jobs(status=["SUCCEEDED", "FAILED"]) == 1
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.paths import new_job_id
+    store = JobStore.for_data_dir(sys.argv[1])
+    for i in range(int(sys.argv[2])):
+        job_id = new_job_id()
+        store.create_job(id=job_id, experiment_name=sys.argv[3], run_name="r", command="c",
+                         compute={}, max_retries=0, spec={})
+        store.mark_running(job_id)
+        store.start_attempt(job_id, 1)
+        store.index_log_file(job_id, 1, 0, "p", bytes=i, lines=i)
+        store.finish_attempt(job_id, 1, "SUCCEEDED", "ok")
+        store.finish_job(job_id, "SUCCEEDED", "ok")
+    """
+)
+
+
+def test_concurrent_writer_processes(tmp_path):
+    """Several processes creating and updating job runs at once: no 'database is locked', no
+    lost row (the supervisors, the CLI and the server do this)."""
+    writers, each = 4, 40
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), str(each), f"exp{n}"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(writers)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    store = JobStore.for_data_dir(tmp_path)
+    assert store.count_jobs() == writers * each
+    assert store.count_jobs(status="SUCCEEDED") == writers * each
+    for n in range(writers):
+        jobs = store.list_jobs(experiment=f"exp{n}", limit=1000)
+        assert len(jobs) == each
+        assert all(j.attempts[0].status == "SUCCEEDED" for j in jobs)

@@ -1,0 +1,97 @@
+"""Helpers shared by the workloads and CLI tests (imported by them; no fixtures here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from jupyter_air.workloads.store import TERMINAL, JobRun, JobStore
+
+
+def air_environment(monkeypatch, tmp_path: Path, tracking_uri: str | None) -> Path:
+    """This process (and what it starts) as a shell outside Jupyter would be: its own data
+    folder, no running Jupyter server to find, the session's tracking server. Returns the data
+    folder."""
+    from tracking_support import unique, use_server
+
+    if tracking_uri:
+        use_server(monkeypatch, tracking_uri)
+    else:
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        monkeypatch.setenv("JUPYTERHUB_USER", unique("user"))
+    data = tmp_path / "data"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(exist_ok=True)
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(data))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("JUPYTER_AIR_KILL_GRACE_S", "3")
+    monkeypatch.setenv("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S", "1")
+    for name in ("JUPYTER_AIR_MLFLOW_UI", "JUPYTER_AIR_BASE_URL", "JUPYTER_AIR_SERVER_URL"):
+        monkeypatch.delenv(name, raising=False)
+    bin_dir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+    return data
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def air(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the ``air`` command (as ``python -m jupyter_air.cli``) to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_air.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
+
+
+def air_json(*args: str, cwd: Path | None = None) -> object:
+    result = air(*args, "--output", "json", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def wait_for(store: JobStore, job_id: str, timeout: float = 90.0, status=TERMINAL) -> JobRun:
+    from jupyter_air.workloads.jobs import refresh
+
+    deadline = time.monotonic() + timeout
+    while True:
+        job = refresh(store, store.get_job(job_id))
+        if job.status in status:
+            return job
+        if time.monotonic() > deadline:
+            log = store.data_dir / "workloads" / "jobs" / job_id / "supervisor.log"
+            text = log.read_text()[-3000:] if log.exists() else ""
+            raise AssertionError(f"job {job_id} still {job.status}\n{text}")
+        time.sleep(0.1)
+
+
+def wait_until(predicate, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+PY = sys.executable
