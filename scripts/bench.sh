@@ -21,6 +21,8 @@ python bench/gpu_telemetry.py
 echo "==> Embedded MLflow server"
 python bench/mlflow_start.py
 python bench/mlflow_run_display.py
+echo "==> Workload log capture and search"
+python bench/workload_logs.py
 echo "==> @distributed against torchrun"
 python bench/launch.py
 echo "==> Panel render time in Chromium"
