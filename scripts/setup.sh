@@ -27,6 +27,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   echo "==> Installing npm packages"
   jlpm install
   echo "==> Installing jupyter-air (editable) with its test dependencies"
+  # the development link (below) points the environment's labextension at the source tree; an
+  # install through it would write install.json into jupyter_air/labextension and break the next
+  # build, so the link goes first
+  link=.venv/share/jupyter/labextensions/jupyter-air
+  if [ -L "$link" ]; then rm "$link"; fi
+  rm -f jupyter_air/labextension/install.json
   # torch (the `torch` extra) pinned: 2.13.0 is a CPU build on these machines, where a newer
   # release would pull a multi-GB CUDA build
   pip install --quiet --disable-pip-version-check "torch==2.13.0"
