@@ -22,6 +22,8 @@ from .gpu_service import GpuService
 from .kernel_owners import kernel_owners
 from .mlflow_handlers import mlflow_handlers
 from .mlflow_service import MlflowService
+from .workload_handlers import workload_handlers
+from .workload_service import WorkloadService
 
 
 class JupyterAir(ExtensionApp):
@@ -77,6 +79,13 @@ class JupyterAir(ExtensionApp):
         help="Seconds the embedded MLflow server may take to answer before it is restarted.",
     )
 
+    log_retention_days = Float(
+        60.0,
+        config=True,
+        help="Days workload logs are kept after their job run ended (0: forever). MLflow runs "
+        "are kept regardless.",
+    )
+
     @default("data_dir")
     def _default_data_dir(self) -> str:
         return str(Path(jupyter_data_dir()) / "air")
@@ -91,6 +100,12 @@ class JupyterAir(ExtensionApp):
     def _valid_history(self, proposal: dict) -> float:
         if proposal["value"] <= 0:
             raise TraitError("JupyterAir.gpu_history must be a positive number of seconds")
+        return proposal["value"]
+
+    @validate("log_retention_days")
+    def _valid_retention(self, proposal: dict) -> float:
+        if proposal["value"] < 0:
+            raise TraitError("JupyterAir.log_retention_days must be 0 (forever) or positive")
         return proposal["value"]
 
     @validate("gpu_idle_timeout")
@@ -129,18 +144,33 @@ class JupyterAir(ExtensionApp):
             root_dir=getattr(serverapp, "root_dir", None),
         )
         kernel_env["JUPYTER_AIR_DATA_DIR"] = str(data_dir)
+        kernel_env["JUPYTER_AIR_LOG_RETENTION_DAYS"] = f"{self.log_retention_days:g}"
         self._environ_before = {name: os.environ.get(name) for name in kernel_env}
         os.environ.update(kernel_env)
         self.mlflow.start()
         # once the server's event loop runs: hold GPU sampling while this node trains
         IOLoop.current().add_callback(self.gpu.watch_hold_files, data_dir)
-        self.settings["jupyter_air"] = {"gpu": self.gpu, "mlflow": self.mlflow}
+        self.workloads = WorkloadService(
+            data_dir,
+            base_url=serverapp.base_url,
+            mlflow_ui=lambda: self.mlflow.ui,
+            tracking_uri=lambda: self.mlflow.tracking_uri,
+            retention_days=self.log_retention_days,
+        )
+        IOLoop.current().add_callback(self.workloads.start_purging)
+        self.settings["jupyter_air"] = {
+            "gpu": self.gpu,
+            "mlflow": self.mlflow,
+            "workloads": self.workloads,
+        }
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(gpu_handlers())
         self.handlers.extend(mlflow_handlers())
+        self.handlers.extend(workload_handlers())
 
     async def stop_extension(self) -> None:
+        await self.workloads.stop()
         await self.gpu.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.mlflow.stop)
         for name, value in getattr(self, "_environ_before", {}).items():

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from ..tracking.links import redacted, run_links
-from ..tracking.naming import TAG_LAUNCHER, TAG_NOTEBOOK, current_user, default_experiment_name
+from ..tracking.naming import (
+    TAG_ATTEMPT,
+    TAG_JOB,
+    TAG_LAUNCHER,
+    TAG_NOTEBOOK,
+    current_user,
+    default_experiment_name,
+)
 from .mlflow_process import READY, EmbeddedMlflow, healthy
 
 UI_PATH = "air/mlflow/"
@@ -216,7 +223,8 @@ def run_summary(run: Any) -> dict[str, Any]:
     tags = {
         k: v
         for k, v in data.tags.items()
-        if k in (TAG_NOTEBOOK, TAG_LAUNCHER, "mlflow.parentRunId", "mlflow.user")
+        if k
+        in (TAG_NOTEBOOK, TAG_LAUNCHER, TAG_JOB, TAG_ATTEMPT, "mlflow.parentRunId", "mlflow.user")
     }
     return {
         "run_id": info.run_id,
@@ -226,6 +234,7 @@ def run_summary(run: Any) -> dict[str, Any]:
         "end_time": info.end_time,
         "experiment_id": info.experiment_id,
         "parent_run_id": data.tags.get("mlflow.parentRunId"),
+        "job_id": data.tags.get(TAG_JOB),  # a workload attempt's job run
         "metrics": shown,
         "tags": tags,
         "links": run_links(info.experiment_id, info.run_id),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .context import KernelContext, kernel_context
 from .links import absolute_ui, mlflow_ui, run_links
+from .naming import TAG_ATTEMPT, TAG_JOB
 from .readiness import Reporter, starting_message
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ def run_payload(
     }
     if ui is None:
         payload["no_ui_reason"] = no_ui_reason
+    job_id = run.data.tags.get(TAG_JOB)
+    if job_id:  # an attempt of a workload: the display links to its job run
+        payload["job_id"] = job_id
+        attempt = run.data.tags.get(TAG_ATTEMPT, "")
+        payload["attempt"] = int(attempt) if attempt.isdigit() else None
     return payload
 
 

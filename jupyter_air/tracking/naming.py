@@ -9,6 +9,8 @@ import os
 TAG_NOTEBOOK = "jupyter_air.notebook"
 TAG_KERNEL_ID = "jupyter_air.kernel_id"
 TAG_LAUNCHER = "jupyter_air.launcher"
+TAG_JOB = "jupyter_air.workload.job_id"  # runs of workload attempts: the job run
+TAG_ATTEMPT = "jupyter_air.workload.attempt"
 
 
 def current_user() -> str:

@@ -23,6 +23,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .paths import data_dir, log_path
 from .store import CANCELLED, FAILED, SUCCEEDED, TERMINAL, JobRun, JobStore
 
@@ -32,8 +33,6 @@ GRACE_ENV = "JUPYTER_AIR_KILL_GRACE_S"
 DEFAULT_GRACE_S = 10.0
 INDEX_EVERY_S = 2.0
 
-TAG_JOB = "jupyter_air.workload.job_id"
-TAG_ATTEMPT = "jupyter_air.workload.attempt"
 TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"
 
 

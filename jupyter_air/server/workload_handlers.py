@@ -1,0 +1,208 @@
+"""REST handlers for workloads (job runs) and their logs.
+
+Resources for the authorizer: ``air-workloads`` (list, read, cancel job runs) and ``air-logs``
+(read and download their logs). Access to an experiment does not include access to logs: a
+deployment grants ``air-logs`` separately. A custom authorizer that decides per job run finds
+its id as ``handler.workload_id`` (set before authorisation). Paths are built by the job store
+from a checked 12-hex id and integer attempt/node numbers only, so no request can reach a file
+outside a job's log folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from typing import Any
+
+import tornado.web
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+
+from .workload_service import WorkloadService
+
+WORKLOADS_RESOURCE = "air-workloads"
+LOGS_RESOURCE = "air-logs"
+NO_LOG_ACCESS = (
+    "You don't have access to these logs. Access to an experiment does not include the logs of "
+    "its workloads: ask the workload's owner or the administrator of this Jupyter server for "
+    "the 'air-logs' permission."
+)
+MAX_WAIT_S = 30.0
+_JOB_ID = r"(?P<workload_id>[^/]+)"
+
+
+class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
+    auth_resource = WORKLOADS_RESOURCE
+    workload_id: str | None = None
+
+    def prepare(self) -> Any:
+        # known before authorisation, for authorizers that decide per job run
+        self.workload_id = (self.path_kwargs or {}).get("workload_id")
+        return super().prepare()
+
+    @property
+    def service(self) -> WorkloadService:
+        return self.settings["jupyter_air"]["workloads"]
+
+    def _int(self, name: str, default: int | None, low: int, high: int) -> int | None:
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise tornado.web.HTTPError(
+                400, f"'{name}' must be a whole number from {low} to {high} (got {raw!r})"
+            )
+        return value
+
+    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking store/log call off the event loop, mapping its errors to HTTP."""
+        from ..workloads import InvalidQuery, JobNotFound
+        from ..workloads.paths import InvalidJobId
+
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(None, lambda: fn(*args, **kwargs))
+        except (JobNotFound, InvalidJobId):
+            raise tornado.web.HTTPError(
+                404, f"No workload {self.workload_id!r} on this server"
+            ) from None
+        except InvalidQuery as error:
+            raise tornado.web.HTTPError(400, str(error)) from None
+
+
+class WorkloadsHandler(_WorkloadBase):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from ..workloads.store import JOB_STATUSES
+
+        statuses = [s.strip().upper() for s in self.get_query_argument("status", "").split(",")]
+        statuses = [s for s in statuses if s]
+        unknown = [s for s in statuses if s not in JOB_STATUSES]
+        if unknown:
+            raise tornado.web.HTTPError(
+                400, f"'status' must be among {', '.join(JOB_STATUSES)} (got {unknown[0]!r})"
+            )
+        experiment = self.get_query_argument("experiment", None) or None
+        limit = self._int("limit", 50, 1, 500)
+        offset = self._int("offset", 0, 0, 10**9)
+        answer = await self._call(
+            self.service.list, status=statuses or None, experiment=experiment,
+            limit=limit, offset=offset,
+        )  # fmt: skip
+        self.finish(json.dumps(answer))
+
+
+class WorkloadHandler(_WorkloadBase):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, workload_id: str) -> None:
+        self.finish(json.dumps(await self._call(self.service.get, workload_id)))
+
+
+class WorkloadCancelHandler(_WorkloadBase):
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, workload_id: str) -> None:
+        self.finish(json.dumps(await self._call(self.service.cancel, workload_id)))
+
+
+class _LogsBase(_WorkloadBase):
+    auth_resource = LOGS_RESOURCE
+
+    def _filters(self) -> dict[str, Any]:
+        level = self.get_query_argument("level", None) or None
+        return {
+            "node": self._int("node", 0, 0, 10_000),
+            "attempt": self._int("attempt", None, 1, 100_000),
+            "level": level.split(",") if level else None,
+            "q": self.get_query_argument("q", None) or None,
+            "since": _time_bound(self.get_query_argument("since", None)),
+            "until": _time_bound(self.get_query_argument("until", None)),
+        }
+
+
+class WorkloadLogsHandler(_LogsBase):
+    @tornado.web.authenticated
+    @authorized(message=NO_LOG_ACCESS)
+    async def get(self, workload_id: str) -> None:
+        from ..workloads.logquery import MAX_LIMIT
+
+        filters = self._filters()
+        after = self.get_query_argument("after", None) or None
+        before = self.get_query_argument("before", None) or None
+        tail = self.get_query_argument("tail", "") in ("1", "true", "yes")
+        limit = self._int("limit", 500, 1, MAX_LIMIT)
+        wait = _bounded_float(self.get_query_argument("wait", None), 0.0, MAX_WAIT_S, "wait")
+        deadline = time.monotonic() + wait
+        while True:
+            page = await self._call(
+                self.service.logs, workload_id, after=after, before=before, tail=tail,
+                limit=limit, **filters,
+            )  # fmt: skip
+            if page["lines"] or page["complete"] or after is None or time.monotonic() >= deadline:
+                break
+            if self.request.connection is None or self.request.connection.stream.closed():
+                return  # the client went away while waiting
+            await asyncio.sleep(0.5)
+        self.set_header("Cache-Control", "no-store")
+        self.finish(json.dumps(page))
+
+
+class WorkloadLogsDownloadHandler(_LogsBase):
+    @tornado.web.authenticated
+    @authorized(message=NO_LOG_ACCESS)
+    async def get(self, workload_id: str) -> None:
+        filters = self._filters()
+        name, chunks = await self._call(self.service.download, workload_id, **filters)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+        self.set_header("X-Content-Type-Options", "nosniff")
+        loop = asyncio.get_running_loop()
+        done = object()
+        while True:
+            chunk = await loop.run_in_executor(None, next, chunks, done)
+            if chunk is done:
+                break
+            self.write(chunk)
+            await self.flush()
+        self.finish()
+
+
+def _time_bound(raw: str | None) -> str | float | None:
+    """A unix time stays a number; anything else (ISO 8601) is left to the log query to check."""
+    if raw is None or raw == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+def _bounded_float(raw: str | None, low: float, high: float, name: str) -> float:
+    if raw is None or raw == "":
+        return low
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:
+        raise tornado.web.HTTPError(400, f"'{name}' must be from {low:g} to {high:g} seconds")
+    return value
+
+
+def workload_handlers() -> list[tuple[str, type]]:
+    return [
+        (r"/air/api/workloads", WorkloadsHandler),
+        (rf"/air/api/workloads/{_JOB_ID}", WorkloadHandler),
+        (rf"/air/api/workloads/{_JOB_ID}/cancel", WorkloadCancelHandler),
+        (rf"/air/api/workloads/{_JOB_ID}/logs", WorkloadLogsHandler),
+        (rf"/air/api/workloads/{_JOB_ID}/logs/download", WorkloadLogsDownloadHandler),
+    ]

@@ -1,0 +1,300 @@
+"""The workloads REST API on a real Jupyter server, with real job runs (supervisor processes)
+and the session's MLflow server: list, read, logs (filters, cursors, long-poll follow, download),
+cancel, access control on logs and paths that cannot leave a job's folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from tornado.httpclient import HTTPClientError
+from workloads_support import PY, wait_for
+
+from jupyter_air.workloads import load_spec, submit
+from jupyter_air.workloads.connection import Connection
+from jupyter_air.workloads.store import JobStore
+
+TWO_NODES = f"""
+experiment_name: api-tests
+mlflow_run_name: two-nodes
+compute:
+  num_nodes: 2
+  accelerator_type: CPU
+command: >-
+  {PY} -c "import os, sys, time;
+  n = os.environ['NODE_RANK'];
+  [print(f'node {{n}} step {{i}} <b>html</b>', flush=True) for i in range(5)];
+  print('WARNING: node ' + n + ' is slow', file=sys.stderr, flush=True);
+  print('ERROR: node ' + n + ' lost a batch', flush=True)"
+"""
+
+SLOW = f"""
+experiment_name: api-tests
+mlflow_run_name: slow
+compute: {{accelerator_type: CPU}}
+command: >-
+  {PY} -c "import time;
+  [(print(f'tick {{i}}', flush=True), time.sleep(0.4)) for i in range(200)]"
+"""
+
+
+@pytest.fixture
+def air_config(tmp_path) -> dict:
+    return {
+        "gpu_backend": "none",
+        "mlflow_embedded": False,
+        "data_dir": str(tmp_path / "air"),
+    }
+
+
+@pytest.fixture
+def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    monkeypatch.setenv("JUPYTER_AIR_KILL_GRACE_S", "3")
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+
+
+@pytest.fixture
+def store(jp_serverapp, tmp_path) -> JobStore:
+    return JobStore.for_data_dir(tmp_path / "air")
+
+
+def start(store: JobStore, text: str, mlflow_server) -> str:
+    spec = load_spec(text)
+    job = submit(
+        spec,
+        store=store,
+        spec_yaml=text,
+        connection=Connection(tracking_uri=mlflow_server.url),
+    )
+    return job.id
+
+
+def body(response) -> dict:
+    return json.loads(response.body)
+
+
+async def test_list_read_and_logs_of_a_two_node_job(jp_fetch, store, mlflow_server, jp_base_url):
+    job_id = start(store, TWO_NODES, mlflow_server)
+    await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
+
+    listing = body(await jp_fetch("air", "api", "workloads"))
+    assert listing["total"] == 1
+    (job,) = listing["workloads"]
+    assert job["id"] == job_id and job["status"] == "SUCCEEDED"
+    assert job["links"]["job"] == f"{jp_base_url}lab?air-workload={job_id}"
+    assert job["attempts"][0]["links"]["run"].startswith(f"{jp_base_url}air/mlflow/#/experiments/")
+    assert (
+        body(await jp_fetch("air", "api", "workloads", params={"status": "RUNNING"}))["workloads"]
+        == []
+    )
+
+    detail = body(await jp_fetch("air", "api", "workloads", job_id))
+    assert detail["spec_yaml"] == TWO_NODES
+    assert detail["compute"]["num_nodes"] == 2
+
+    node1 = body(await jp_fetch("air", "api", "workloads", job_id, "logs", params={"node": "1"}))
+    texts = [line["text"] for line in node1["lines"]]
+    assert "node 1 step 0 <b>html</b>" in texts  # stored and served as text
+    assert all(line["node"] == 1 for line in node1["lines"])
+    assert node1["complete"] is True
+
+    errors = body(
+        await jp_fetch("air", "api", "workloads", job_id, "logs", params={"level": "error"})
+    )
+    assert [line["text"] for line in errors["lines"]] == ["ERROR: node 0 lost a batch"]
+    warnings = body(
+        await jp_fetch(
+            "air", "api", "workloads", job_id, "logs", params={"level": "warning", "node": "1"}
+        )
+    )
+    assert [(line["text"], line["stream"]) for line in warnings["lines"]] == [
+        ("WARNING: node 1 is slow", "stderr")
+    ]
+    search = body(await jp_fetch("air", "api", "workloads", job_id, "logs", params={"q": "STEP 3"}))
+    assert [line["text"] for line in search["lines"]] == ["node 0 step 3 <b>html</b>"]
+    first_two = body(
+        await jp_fetch("air", "api", "workloads", job_id, "logs", params={"limit": "2"})
+    )
+    rest = body(
+        await jp_fetch(
+            "air", "api", "workloads", job_id, "logs", params={"after": first_two["next"]}
+        )
+    )
+    assert len(first_two["lines"]) == 2 and first_two["more"] is True
+    assert len(first_two["lines"]) + len(rest["lines"]) == 7
+
+    download = await jp_fetch(
+        "air", "api", "workloads", job_id, "logs", "download", params={"level": "error,warning"}
+    )
+    assert download.headers["Content-Disposition"] == (
+        f'attachment; filename="{job_id}-attempt1-node0.log"'
+    )
+    text = download.body.decode()
+    assert "ERROR: node 0 lost a batch" in text and "WARNING: node 0 is slow" in text
+    assert "step" not in text
+
+
+async def test_follow_a_running_job_by_long_poll_then_cancel(jp_fetch, store, mlflow_server):
+    job_id = start(store, SLOW, mlflow_server)
+    first = body(
+        await jp_fetch(
+            "air", "api", "workloads", job_id, "logs", params={"wait": "20"}, request_timeout=40
+        )
+    )
+    cursor, seen = first["next"], [line["text"] for line in first["lines"]]
+    started = time.monotonic()
+    while len(seen) < 3:
+        page = body(
+            await jp_fetch(
+                "air",
+                "api",
+                "workloads",
+                job_id,
+                "logs",
+                params={"after": cursor, "wait": "20"},
+                request_timeout=40,
+            )
+        )
+        assert page["complete"] is False
+        seen += [line["text"] for line in page["lines"]]
+        cursor = page["next"]
+        assert time.monotonic() - started < 30
+    assert seen[:3] == ["tick 0", "tick 1", "tick 2"]
+
+    job = body(
+        await jp_fetch(
+            "air", "api", "workloads", job_id, "cancel", method="POST", body=b"", request_timeout=60
+        )
+    )
+    assert job["status"] == "CANCELLED"
+    for attempt in job["attempts"]:
+        for node in attempt["nodes"]:
+            assert node["pid"] is None or not _alive(node["pid"])
+    # following a finished job returns at once, complete
+    started = time.monotonic()
+    done = body(
+        await jp_fetch(
+            "air",
+            "api",
+            "workloads",
+            job_id,
+            "logs",
+            params={"after": cursor, "wait": "20"},
+            request_timeout=40,
+        )
+    )
+    assert done["complete"] is True and time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("parts", "params", "code", "message"),
+    [
+        (("..%2F..%2Fetc",), {}, 404, "No workload"),
+        (("0123456789ab", "logs"), {}, 404, "No workload"),
+        (("0123456789ab", "logs", "download"), {}, 404, "No workload"),
+        (("abc",), {}, 404, "No workload"),
+    ],
+)
+async def test_unknown_or_crafted_ids_never_reach_a_file(jp_fetch, parts, params, code, message):
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("air", "api", "workloads", *parts, params=params)
+    assert error.value.code == code
+    assert message in json.loads(error.value.response.body)["message"]
+
+
+async def test_bad_log_filters_are_clear_400s(jp_fetch, store, mlflow_server):
+    job_id = start(store, TWO_NODES, mlflow_server)
+    await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
+    for params, words in (
+        ({"node": "2"}, "has 2 nodes"),
+        ({"node": "../../x"}, "'node' must be"),
+        ({"attempt": "9"}, "no attempt 9"),
+        ({"level": "loud"}, "loud"),
+        ({"wait": "999"}, "'wait' must be"),
+        ({"after": "1:0:bogus"}, ""),
+    ):
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("air", "api", "workloads", job_id, "logs", params=params)
+        assert error.value.code == 400, params
+        assert words in json.loads(error.value.response.body)["message"]
+
+
+async def test_every_endpoint_needs_the_token(jp_fetch):
+    for parts in (("workloads",), ("workloads", "0123456789ab", "logs")):
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("air", "api", *parts, headers={"Authorization": ""})
+        assert error.value.code == 403
+
+
+def _alive(pid: int) -> bool:
+    from workloads_support import alive
+
+    return alive(pid)
+
+
+class TestLogsAccess:
+    @pytest.fixture
+    def jp_server_config(self, air_config, mlflow_server, monkeypatch) -> dict:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+        return {
+            "ServerApp": {
+                "jpserver_extensions": {"jupyter_air": True},
+                "authorizer_class": "authorizers.DenyAirLogs",
+            },
+            "JupyterAir": air_config,
+        }
+
+    async def test_without_the_logs_permission_the_job_shows_but_its_logs_do_not(
+        self, jp_fetch, store, mlflow_server
+    ):
+        job_id = start(store, TWO_NODES, mlflow_server)
+        await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
+        assert body(await jp_fetch("air", "api", "workloads", job_id))["id"] == job_id
+        for parts in (("logs",), ("logs", "download")):
+            with pytest.raises(HTTPClientError) as error:
+                await jp_fetch("air", "api", "workloads", job_id, *parts)
+            assert error.value.code == 403
+            message = json.loads(error.value.response.body)["message"]
+            assert message.startswith("You don't have access to these logs")
+            assert "'air-logs' permission" in message
+
+
+class TestPerJobAccess:
+    @pytest.fixture
+    def jp_server_config(self, air_config, mlflow_server, monkeypatch) -> dict:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+        return {
+            "ServerApp": {
+                "jpserver_extensions": {"jupyter_air": True},
+                "authorizer_class": "authorizers.DenyLogsOfOneWorkload",
+            },
+            "JupyterAir": air_config,
+        }
+
+    async def test_an_authorizer_can_decide_per_job_run(self, jp_fetch, store, mlflow_server):
+        from authorizers import DenyLogsOfOneWorkload
+
+        secret = start(store, TWO_NODES, mlflow_server)
+        shared = start(store, TWO_NODES, mlflow_server)
+        loop = asyncio.get_running_loop()
+        for job_id in (secret, shared):
+            await loop.run_in_executor(None, wait_for, store, job_id)
+        DenyLogsOfOneWorkload.denied = secret
+        try:
+            assert body(await jp_fetch("air", "api", "workloads", shared, "logs"))["lines"]
+            with pytest.raises(HTTPClientError) as error:
+                await jp_fetch("air", "api", "workloads", secret, "logs")
+            assert error.value.code == 403
+        finally:
+            DenyLogsOfOneWorkload.denied = None
+
+
+def test_retention_setting_reaches_kernels(jp_serverapp):
+    import os
+
+    assert os.environ["JUPYTER_AIR_LOG_RETENTION_DAYS"] == "60"
+    assert Path(os.environ["JUPYTER_AIR_DATA_DIR"]).name == "air"
