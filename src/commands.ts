@@ -10,6 +10,10 @@ export namespace CommandIDs {
   export const openMlflow = 'jupyter-air:open-mlflow';
   /** Show the Experiment panel; args `{experiment_id?, run_id?}`. */
   export const openExperiments = 'jupyter-air:open-experiments';
+  /** Show the Workloads panel; args `{id?}` open that job run's page. */
+  export const openWorkloads = 'jupyter-air:open-workloads';
+  /** Open the Logs view of a job run; args `{id, node?, attempt?}`. */
+  export const openLogs = 'jupyter-air:open-logs';
 }
 
 /** Runs app commands (the app's `CommandRegistry`, or a fake in tests). */

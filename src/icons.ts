@@ -5,6 +5,8 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import flaskSvgstr from '../style/icons/flask.svg';
 import gpuSvgstr from '../style/icons/gpu.svg';
+import logsSvgstr from '../style/icons/logs.svg';
+import workloadsSvgstr from '../style/icons/workloads.svg';
 
 /** A GPU chip: the GPU Resources side panel's tab. */
 export const gpuIcon = new LabIcon({
@@ -16,4 +18,16 @@ export const gpuIcon = new LabIcon({
 export const experimentsIcon = new LabIcon({
   name: 'jupyter-air:experiments',
   svgstr: flaskSvgstr
+});
+
+/** A list with a run arrow: the Workloads side panel's tab. */
+export const workloadsIcon = new LabIcon({
+  name: 'jupyter-air:workloads',
+  svgstr: workloadsSvgstr
+});
+
+/** A text page: the Logs tabs. */
+export const logsIcon = new LabIcon({
+  name: 'jupyter-air:logs',
+  svgstr: logsSvgstr
 });

@@ -10,6 +10,11 @@
  * (src/mlflow/ui-tab.ts); `jupyter-air:mlflow-run-renderer` renders run displays in cell outputs
  * (src/mlflow/run-renderer.ts); `jupyter-air:experiments` puts the "Experiments" panel in the
  * right sidebar with its command `jupyter-air:open-experiments` (src/experiments/).
+ *
+ * `jupyter-air:workloads` puts the "Workloads" panel (job runs and their pages) in the right
+ * sidebar with its command `jupyter-air:open-workloads` (src/workloads/), and opens the job run
+ * named by `?air-workload=<id>` in the page's URL; `jupyter-air:logs` opens a job run's logs in a
+ * main-area tab, `jupyter-air:open-logs` (src/logs/).
  */
 import {
   ILayoutRestorer,
@@ -35,11 +40,17 @@ import { watchActivity } from './gpu/activity';
 import { GpuModel } from './gpu/model';
 import { GpuPanel } from './gpu/panel';
 import { PlotlyRenderer } from './gpu/plotly-renderer';
-import { experimentsIcon, gpuIcon } from './icons';
+import { experimentsIcon, gpuIcon, logsIcon, workloadsIcon } from './icons';
 import { KernelExtensionLoader } from './kernel-extension';
 import { createRunRendererFactory } from './mlflow/run-renderer';
 import { MlflowStatusStore } from './mlflow/status';
 import { MlflowOpener, MlflowView } from './mlflow/ui-tab';
+import { LogsModel } from './logs/model';
+import { LogsView } from './logs/view';
+import { JobModel } from './workloads/job-model';
+import { WorkloadsModel } from './workloads/model';
+import { WorkloadsPanel } from './workloads/panel';
+import { workloadFromSearch } from './workloads/url';
 
 export { CommandIDs } from './commands';
 
@@ -256,6 +267,143 @@ const experimentsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
+/** A non-negative integer argument of a command, `undefined` when absent or not one. */
+function intArg(
+  args: { [key: string]: unknown },
+  name: string
+): number | undefined {
+  const value = args[name];
+  const n = typeof value === 'string' && value ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** The id of the Workloads panel (stable: the layout restorer and the UI tests use it). */
+export const WORKLOADS_PANEL_ID = 'jupyter-air-workloads';
+
+const workloadsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-air:workloads',
+  description: 'Workloads side panel: job runs, their attempts, YAML and logs.',
+  autoStart: true,
+  optional: [ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const model = new WorkloadsModel();
+    const jobModel = new JobModel();
+    const panel = new WorkloadsPanel({
+      model,
+      jobModel,
+      commands: app.commands
+    });
+    addSidePanel(app, restorer, panel, {
+      id: WORKLOADS_PANEL_ID,
+      icon: workloadsIcon,
+      caption: 'Workloads',
+      rank: 1020
+    });
+    panel.disposed.connect(() => {
+      model.dispose();
+      jobModel.dispose();
+    });
+
+    addCommand(app, palette, 'Workloads', CommandIDs.openWorkloads, {
+      label: 'Open Workloads',
+      caption: 'Show the job runs (workloads) and their logs',
+      icon: workloadsIcon,
+      execute: args => {
+        const id = stringArg(args, 'id');
+        if (id !== undefined) {
+          panel.openJob(id);
+        }
+        app.shell.activateById(panel.id);
+      }
+    });
+
+    // `<base>lab?air-workload=<id>` (the link `air run` prints) opens that job run
+    const fromUrl = workloadFromSearch(window.location.search);
+    if (fromUrl !== null) {
+      void app.restored
+        .then(() =>
+          app.commands.execute(CommandIDs.openWorkloads, { id: fromUrl })
+        )
+        .catch(reason =>
+          console.warn(`jupyter-air: cannot open job run ${fromUrl}`, reason)
+        );
+    }
+  }
+};
+
+const logsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-air:logs',
+  description: "A job run's logs in a main-area tab: search, filters, follow.",
+  autoStart: true,
+  optional: [ILayoutRestorer],
+  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null) => {
+    const tracker = new WidgetTracker<MainAreaWidget<LogsView>>({
+      namespace: 'jupyter-air-logs'
+    });
+    app.commands.addCommand(CommandIDs.openLogs, {
+      label: 'Open Logs',
+      caption: "Read a job run's logs",
+      icon: logsIcon,
+      execute: args => {
+        const id = stringArg(args, 'id');
+        if (id === undefined) {
+          return app.commands.execute(CommandIDs.openWorkloads, {});
+        }
+        const node = intArg(args, 'node');
+        const attempt = intArg(args, 'attempt');
+        let widget = tracker.find(w => w.content.model.jobId === id);
+        if (widget) {
+          const change: { node?: number; attempt?: number | null } = {};
+          if (node !== undefined) {
+            change.node = node;
+          }
+          if (attempt !== undefined) {
+            change.attempt = attempt > 0 ? attempt : null;
+          }
+          widget.content.model.setFilters(change);
+        } else {
+          const model = new LogsModel({
+            jobId: id,
+            filters: {
+              node: node ?? 0,
+              attempt: attempt !== undefined && attempt > 0 ? attempt : null
+            }
+          });
+          const content = new LogsView({ model });
+          content.title.icon = logsIcon;
+          widget = new MainAreaWidget({ content });
+          widget.id = `jupyter-air-logs-${id}`;
+          widget.title.icon = logsIcon;
+          widget.title.closable = true;
+          widget.disposed.connect(() => model.dispose());
+          app.shell.add(widget, 'main');
+          void tracker.add(widget);
+        }
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: CommandIDs.openLogs,
+        args: widget => {
+          const filters = widget.content.model.filters;
+          return {
+            id: widget.content.model.jobId,
+            node: filters.node,
+            attempt: filters.attempt ?? 0
+          };
+        },
+        name: widget => widget.content.model.jobId
+      });
+    }
+  }
+};
+
 const kernelExtensionPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-air:kernel-extension',
   description:
@@ -303,7 +451,9 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   kernelExtensionPlugin,
   mlflowPlugin,
   runRendererPlugin,
-  experimentsPlugin
+  experimentsPlugin,
+  workloadsPlugin,
+  logsPlugin
 ];
 
 export default plugins;

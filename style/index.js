@@ -1,3 +1,5 @@
 import './common.css';
 import './base.css';
 import './mlflow.css';
+import './workloads.css';
+import './logs.css';

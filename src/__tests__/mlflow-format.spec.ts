@@ -119,7 +119,9 @@ describe('asRunDisplay', () => {
       end_time: null,
       links: { run: null, system_metrics: null, experiment: null },
       ui: null,
-      no_ui_reason: null
+      no_ui_reason: null,
+      job_id: null,
+      attempt: null
     });
     expect(
       asRunDisplay({ experiment_id: 7, status: 'running', resumed: 'yes' })

@@ -349,7 +349,11 @@ export class ExperimentsPanel extends ShownWidget {
         seen.add(id);
         let row = this._rows.get(id);
         if (!row) {
-          row = new RunRow(id, r => this._openRun(r));
+          row = new RunRow(
+            id,
+            r => this._openRun(r),
+            jobId => this._execute(CommandIDs.openWorkloads, { id: jobId })
+          );
           this._rows.set(id, row);
         }
         row.update(node.run, ui, now);

@@ -26,8 +26,30 @@ import { IRun } from '../mlflow/types';
 /** At most this many metrics per run. */
 export const MAX_METRICS = 4;
 
+/** The tags that name the workload job run a run is an attempt of. */
+export const JOB_ID_TAGS = [
+  'jupyter_air.workload.job_id',
+  'jupyter_air.job_id'
+];
+
+/** The job run of a run (from its tags), `null` when it is not a workload's attempt. */
+export function runJobId(run: IRun | null | undefined): string | null {
+  const tags = run?.tags && typeof run.tags === 'object' ? run.tags : {};
+  for (const tag of JOB_ID_TAGS) {
+    const value = tags[tag];
+    if (typeof value === 'string' && value) {
+      return value;
+    }
+  }
+  return null;
+}
+
 export class RunRow {
-  constructor(runId: string, onOpen: (row: RunRow) => void) {
+  constructor(
+    runId: string,
+    onOpen: (row: RunRow) => void,
+    onOpenWorkload?: (jobId: string) => void
+  ) {
     this.runId = runId;
     this.node = h('li', 'jp-air-exp-run');
     this.node.dataset.runId = runId;
@@ -42,7 +64,21 @@ export class RunRow {
       'span',
       'jp-air-exp-run-status jp-air-badge jp-air-status-badge'
     );
-    line1.append(this._name, this._status);
+    this._workload = h('button', 'jp-air-exp-run-workload', 'workload');
+    this._workload.type = 'button';
+    this._workload.hidden = true;
+    this._workload.addEventListener('click', event => {
+      event.stopPropagation(); // not the run
+      const jobId = runJobId(this._run);
+      if (jobId && onOpenWorkload) {
+        onOpenWorkload(jobId);
+      }
+    });
+    // Enter/Space activate the button, not the row
+    this._workload.addEventListener('keydown', event =>
+      event.stopPropagation()
+    );
+    line1.append(this._name, this._status, this._workload);
 
     const line2 = h('div', 'jp-air-exp-run-line jp-air-exp-run-times');
     this._start = h('span', 'jp-air-exp-run-start');
@@ -105,6 +141,14 @@ export class RunRow {
     } else {
       this._name.removeAttribute('href');
     }
+
+    const jobId = runJobId(run);
+    setHidden(this._workload, jobId === null);
+    setAttr(
+      this._workload,
+      'title',
+      jobId ? `Show job run ${jobId} in the Workloads panel` : ''
+    );
 
     setText(this._status, statusLabel(String(run.status)));
     const statusClassName = `jp-air-exp-run-status jp-air-badge jp-air-status-badge ${statusClass(String(run.status))}`;
@@ -186,6 +230,7 @@ export class RunRow {
   private readonly _row: HTMLDivElement;
   private readonly _name: HTMLAnchorElement;
   private readonly _status: HTMLSpanElement;
+  private readonly _workload: HTMLButtonElement;
   private readonly _start: HTMLSpanElement;
   private readonly _duration: HTMLSpanElement;
   private readonly _metrics: HTMLDivElement;

@@ -3,7 +3,8 @@
  *
  * A compact card: run name, status badge with duration (ticking while RUNNING), experiment,
  * "nested in …" / "resumed" markers, and links to the run, its system metrics and the experiment
- * in the MLflow tab, plus a button that opens the Experiment panel on the run.
+ * in the MLflow tab, plus a button that opens the Experiment panel on the run (and, for an attempt
+ * of a workload, one that opens its job run in the Workloads panel).
  *
  * Each link is a real `<a href>` (the UI URL + fragment) so middle-click and "open in new tab"
  * work; a plain click runs `jupyter-air:open-mlflow` instead, which shows it inside JupyterLab.
@@ -96,6 +97,13 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       () => this._openPanel(),
       'Show this run in the Experiment panel'
     );
+    this._workloadButton = button(
+      'jp-air-run-open-workload jp-air-run-button',
+      'Workload',
+      () => this._openWorkload(),
+      'Show the job run of this attempt in the Workloads panel'
+    );
+    this._workloadButton.hidden = true;
     this._noUi = h('span', 'jp-air-run-no-ui');
     this._noUi.hidden = true;
     links.append(
@@ -103,7 +111,8 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       this._links.run,
       this._links.system_metrics,
       this._links.experiment,
-      this._panelButton
+      this._panelButton,
+      this._workloadButton
     );
 
     this.node.append(header, meta, links);
@@ -191,6 +200,18 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       );
   }
 
+  private _openWorkload(): void {
+    const id = this._run?.job_id;
+    if (!id) {
+      return;
+    }
+    this._commands
+      .execute(CommandIDs.openWorkloads, { id })
+      .catch(reason =>
+        console.warn('jupyter-air: cannot open the Workloads panel', reason)
+      );
+  }
+
   private _render(run: IRunDisplay): void {
     this.node.dataset.status = run.status;
     this.node.dataset.runId = run.run_id;
@@ -236,6 +257,15 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       }
     }
     setHidden(this._panelButton, !run.run_id && !run.experiment_id);
+    const jobId = run.job_id ?? null;
+    setHidden(this._workloadButton, !jobId);
+    setAttr(
+      this._workloadButton,
+      'title',
+      jobId
+        ? `Show job run ${jobId}${run.attempt ? ` (attempt ${run.attempt})` : ''} in the Workloads panel`
+        : ''
+    );
   }
 
   private _renderDuration(): void {
@@ -282,6 +312,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private readonly _resumed: HTMLSpanElement;
   private readonly _links: Record<LinkKind, HTMLAnchorElement>;
   private readonly _panelButton: HTMLButtonElement;
+  private readonly _workloadButton: HTMLButtonElement;
   private readonly _noUi: HTMLSpanElement;
   private _run: IRunDisplay | null = null;
   private readonly _ticker = new Ticker(() => this._renderDuration());

@@ -109,6 +109,10 @@ export interface IRunDisplay {
   ui: string | null;
   /** Why there is no `ui` (e.g. a tracking store without a web UI). */
   no_ui_reason: string | null;
+  /** The job run when the run is an attempt of a workload (absent otherwise, or from older kernels). */
+  job_id?: string | null;
+  /** The attempt of that job run (1, 2, …). */
+  attempt?: number | null;
 }
 
 function str(value: unknown): string {
@@ -156,6 +160,8 @@ export function asRunDisplay(data: unknown): IRunDisplay {
       experiment: optStr(links.experiment)
     },
     ui: optStr(d.ui),
-    no_ui_reason: optStr(d.no_ui_reason)
+    no_ui_reason: optStr(d.no_ui_reason),
+    job_id: optStr(d.job_id),
+    attempt: optNum(d.attempt)
   };
 }

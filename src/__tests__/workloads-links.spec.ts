@@ -1,0 +1,134 @@
+/**
+ * The ways into a job run's page from the MLflow views: the run display's "Workload" button and
+ * the Experiment panel's "workload" link on runs of workload attempts.
+ */
+import { MimeModel } from '@jupyterlab/rendermime';
+import { Widget } from '@lumino/widgets';
+
+import { CommandIDs } from '../commands';
+import { ExperimentsModel } from '../experiments/model';
+import { ExperimentsPanel } from '../experiments/panel';
+import { runJobId } from '../experiments/run-row';
+import { RunRenderer } from '../mlflow/run-renderer';
+import { RUN_MIME_TYPE, asRunDisplay } from '../mlflow/types';
+import { advance } from './helpers';
+import {
+  FakeRunsServer,
+  T0_MS,
+  run,
+  runDisplay,
+  runsPayload
+} from './mlflow-fixtures';
+
+describe('run display: Workload button', () => {
+  let calls: [string, any][];
+  let renderer: RunRenderer;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: T0_MS });
+    calls = [];
+    renderer = new RunRenderer({
+      commands: {
+        execute: async (id: string, args?: any) => {
+          calls.push([id, args]);
+        }
+      }
+    });
+    Widget.attach(renderer, document.body);
+  });
+
+  afterEach(() => {
+    renderer.dispose();
+    jest.useRealTimers();
+  });
+
+  const render = (data: Record<string, unknown>) =>
+    renderer.renderModel(
+      new MimeModel({ data: { [RUN_MIME_TYPE]: data as any } })
+    );
+  const workload = () =>
+    renderer.node.querySelector<HTMLButtonElement>(
+      '.jp-air-run-open-workload'
+    )!;
+
+  it('is there for an attempt of a workload and opens its job run', async () => {
+    await render({ ...runDisplay(), job_id: '3f2a9c1b0d4e', attempt: 2 });
+    expect(workload().hidden).toBe(false);
+    expect(workload().title).toBe(
+      'Show job run 3f2a9c1b0d4e (attempt 2) in the Workloads panel'
+    );
+    workload().click();
+    expect(calls).toEqual([[CommandIDs.openWorkloads, { id: '3f2a9c1b0d4e' }]]);
+  });
+
+  it('is not there without a job id (older payloads too)', async () => {
+    await render({ ...runDisplay() });
+    expect(workload().hidden).toBe(true);
+    await render({ ...runDisplay(), job_id: null, attempt: 'x' });
+    expect(workload().hidden).toBe(true);
+    expect(asRunDisplay({ job_id: 5, attempt: 'x' })).toMatchObject({
+      job_id: '5',
+      attempt: null
+    });
+    expect(asRunDisplay({})).toMatchObject({ job_id: null, attempt: null });
+  });
+});
+
+describe('Experiment panel: workload link', () => {
+  it('reads the job run from the run tags', () => {
+    expect(
+      runJobId(run('r', { tags: { 'jupyter_air.workload.job_id': 'abcd' } }))
+    ).toBe('abcd');
+    expect(runJobId(run('r', { tags: { 'jupyter_air.job_id': 'ef01' } }))).toBe(
+      'ef01'
+    );
+    expect(runJobId(run('r'))).toBeNull();
+    expect(runJobId(run('r', { tags: undefined as any }))).toBeNull();
+  });
+
+  it('opens the job run without opening the run', async () => {
+    jest.useFakeTimers({ now: T0_MS });
+    const calls: [string, any][] = [];
+    const server = new FakeRunsServer();
+    server.answer = () =>
+      runsPayload({
+        runs: [
+          run('w1', {
+            tags: { 'jupyter_air.workload.job_id': '3f2a9c1b0d4e' }
+          }),
+          run('plain')
+        ]
+      });
+    const model = new ExperimentsModel({
+      fetchRuns: server.fetchRuns,
+      fetchExperiments: server.fetchExperiments
+    });
+    const panel = new ExperimentsPanel({
+      model,
+      commands: {
+        execute: async (id: string, args?: any) => {
+          calls.push([id, args]);
+        }
+      }
+    });
+    try {
+      model.setNotebook('a.ipynb');
+      Widget.attach(panel, document.body);
+      await advance(0);
+      const link = (id: string) =>
+        panel.node.querySelector<HTMLButtonElement>(
+          `.jp-air-exp-run[data-run-id="${id}"] .jp-air-exp-run-workload`
+        )!;
+      expect(link('plain').hidden).toBe(true);
+      expect(link('w1').hidden).toBe(false);
+      link('w1').click();
+      expect(calls).toEqual([
+        [CommandIDs.openWorkloads, { id: '3f2a9c1b0d4e' }]
+      ]);
+    } finally {
+      panel.dispose();
+      model.dispose();
+      jest.useRealTimers();
+    }
+  });
+});

@@ -1,0 +1,280 @@
+import { APIError } from '../api';
+import { workloadsQueryString } from '../workloads/api';
+import {
+  attemptReason,
+  computeText,
+  jobStatusClass
+} from '../workloads/format';
+import { JobModel } from '../workloads/job-model';
+import {
+  ACTIVE_POLL_MS,
+  IDLE_POLL_MS,
+  WorkloadsModel
+} from '../workloads/model';
+import { workloadFromSearch } from '../workloads/url';
+import { advance } from './helpers';
+import {
+  FakeWorkloadsServer,
+  T0_S,
+  attempt,
+  job,
+  runningJob
+} from './workloads-fixtures';
+
+describe('workloads API and text', () => {
+  it('builds list queries', () => {
+    expect(
+      workloadsQueryString({
+        status: ['RUNNING', 'PENDING'],
+        experiment: 'my exp',
+        limit: 50,
+        offset: 100
+      })
+    ).toBe('status=RUNNING%2CPENDING&experiment=my+exp&limit=50&offset=100');
+    expect(workloadsQueryString({ limit: 50, offset: 0 })).toBe(
+      'limit=50&offset=0'
+    );
+  });
+
+  it('describes compute, statuses and attempt endings', () => {
+    expect(computeText({ accelerator_type: 'CPU', num_nodes: 2 })).toBe(
+      '2 nodes x CPU'
+    );
+    expect(computeText({ num_accelerators: 2, accelerator_type: 'H100' })).toBe(
+      '2 x H100'
+    );
+    expect(computeText(undefined)).toBe('1 x GPU');
+    expect(jobStatusClass('SUCCEEDED')).toBe('jp-air-status-finished');
+    expect(jobStatusClass('CANCELLED')).toBe('jp-air-status-killed');
+    expect(jobStatusClass('weird')).toBe('jp-air-status-other');
+    expect(
+      attemptReason(attempt(1, { reason: 'node 1 exited with code 3' }))
+    ).toBe('node 1 exited with code 3');
+    expect(
+      attemptReason(attempt(1, { exit_code: null, signal: 'SIGKILL' }))
+    ).toBe('killed by SIGKILL');
+    expect(attemptReason(attempt(1, { timed_out: true }))).toBe('timed out');
+  });
+
+  it('reads the job run of the page URL', () => {
+    expect(workloadFromSearch('?air-workload=3F2A9C1B0D4E')).toBe(
+      '3f2a9c1b0d4e'
+    );
+    expect(workloadFromSearch('?foo=1&air-workload=3f2a9c1b0d4e&x')).toBe(
+      '3f2a9c1b0d4e'
+    );
+    expect(workloadFromSearch('?air-workload=../../etc')).toBeNull();
+    expect(workloadFromSearch('?air-workload=<img>')).toBeNull();
+    expect(workloadFromSearch('')).toBeNull();
+  });
+});
+
+describe('WorkloadsModel', () => {
+  let server: FakeWorkloadsServer;
+  let model: WorkloadsModel;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: T0_S * 1000 });
+    server = new FakeWorkloadsServer();
+    model = new WorkloadsModel({
+      fetchWorkloads: server.fetchWorkloads,
+      pageSize: 10
+    });
+  });
+
+  afterEach(() => {
+    model.dispose();
+    jest.useRealTimers();
+  });
+
+  it('asks nothing until started, then polls fast while a job run is active', async () => {
+    server.jobs = [runningJob('aaaa00000001'), job('aaaa00000000')];
+    await advance(60_000);
+    expect(server.calls).toEqual([]);
+    model.start();
+    await advance(0);
+    expect(server.calls).toHaveLength(1);
+    expect(model.state).toBe('jobs');
+    expect(model.hasActive).toBe(true);
+    expect(model.nextDelay()).toBe(ACTIVE_POLL_MS);
+    await advance(ACTIVE_POLL_MS);
+    expect(server.calls).toHaveLength(2);
+
+    // the job run ended: every 30 s from now on
+    server.jobs = [job('aaaa00000001'), job('aaaa00000000')];
+    await advance(ACTIVE_POLL_MS);
+    expect(server.calls).toHaveLength(3);
+    expect(model.hasActive).toBe(false);
+    await advance(IDLE_POLL_MS - 1);
+    expect(server.calls).toHaveLength(3);
+    await advance(1);
+    expect(server.calls).toHaveLength(4);
+
+    model.stop();
+    await advance(10 * IDLE_POLL_MS);
+    expect(server.calls).toHaveLength(4);
+  });
+
+  it('sends the filters and starts again from the first page', async () => {
+    server.jobs = Array.from({ length: 25 }, (_, i) =>
+      job(`bbbb${String(i).padStart(8, '0')}`, {
+        experiment_name: i % 2 ? 'odd' : 'even',
+        status: i % 5 === 0 ? 'FAILED' : 'SUCCEEDED'
+      })
+    );
+    model.start();
+    await advance(0);
+    expect(model.total).toBe(25);
+    expect(model.jobs).toHaveLength(10);
+    expect(model.hasNext).toBe(true);
+    expect(model.hasPrevious).toBe(false);
+    expect(model.experiments).toEqual(['even', 'odd']);
+
+    model.nextPage();
+    await advance(0);
+    expect(server.calls[server.calls.length - 1].offset).toBe(10);
+    model.nextPage();
+    await advance(0);
+    expect(model.offset).toBe(20);
+    expect(model.jobs).toHaveLength(5);
+    expect(model.hasNext).toBe(false);
+    model.nextPage(); // nothing beyond
+    await advance(0);
+    expect(model.offset).toBe(20);
+
+    model.setStatusFilter('FAILED');
+    expect(model.offset).toBe(0);
+    expect(model.state).toBe('loading');
+    await advance(0);
+    const last = server.calls[server.calls.length - 1];
+    expect(last.status).toEqual(['FAILED']);
+    expect(last.offset).toBe(0);
+    expect(model.total).toBe(5);
+
+    model.setExperiment('even');
+    await advance(0);
+    expect(server.calls[server.calls.length - 1].experiment).toBe('even');
+    expect(model.jobs.every(j => j.experiment_name === 'even')).toBe(true);
+
+    model.setStatusFilter('ACTIVE');
+    await advance(0);
+    expect(server.calls[server.calls.length - 1].status).toEqual([
+      'RUNNING',
+      'PENDING'
+    ]);
+    expect(model.state).toBe('empty');
+  });
+
+  it('drops an answer to an older query', async () => {
+    server.jobs = [job('cccc00000001', { experiment_name: 'a' })];
+    let release: () => void = () => undefined;
+    const slow = server.fetchWorkloads;
+    let first = true;
+    model.dispose();
+    model = new WorkloadsModel({
+      fetchWorkloads: async query => {
+        if (first) {
+          first = false;
+          await new Promise<void>(resolve => (release = resolve));
+        }
+        return slow(query);
+      }
+    });
+    model.start();
+    await advance(0);
+    const seen: string[] = [];
+    model.changed.connect(() => seen.push(model.state));
+    model.setExperiment('b');
+    await advance(0);
+    expect(model.state).toBe('loading');
+    release(); // the unfiltered answer comes late: ignored, then the filtered one is asked
+    await advance(0);
+    expect(model.state).toBe('empty');
+    expect(seen).not.toContain('jobs');
+    expect(model.jobs).toEqual([]);
+  });
+
+  it('keeps the rows and says so when a refresh fails', async () => {
+    server.jobs = [job('dddd00000001')];
+    model.start();
+    await advance(0);
+    server.error = new APIError(500, 'boom');
+    await model.refresh();
+    expect(model.state).toBe('jobs');
+    expect(model.error).toBe('boom (HTTP 500)');
+  });
+});
+
+describe('JobModel', () => {
+  let current: ReturnType<typeof job>;
+  let calls: string[];
+  let model: JobModel;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: T0_S * 1000 });
+    calls = [];
+    current = runningJob('eeee00000001', { spec_yaml: 'command: x\n' });
+    model = new JobModel({
+      fetchJob: async id => {
+        calls.push(`GET ${id}`);
+        if (id !== current.id) {
+          throw new APIError(404, `no job run ${id}`);
+        }
+        return current;
+      },
+      cancelJob: async id => {
+        calls.push(`POST ${id}/cancel`);
+        current = {
+          ...current,
+          status: 'CANCELLED',
+          finished: true,
+          ended_at: T0_S
+        };
+        const { spec_yaml, ...withoutYaml } = current;
+        void spec_yaml;
+        return withoutYaml;
+      }
+    });
+  });
+
+  afterEach(() => {
+    model.dispose();
+    jest.useRealTimers();
+  });
+
+  it('polls an active job run every 3 s while shown, and stops once it is over', async () => {
+    model.setJob('eeee00000001');
+    expect(model.state).toBe('loading');
+    model.start();
+    await advance(0);
+    expect(model.state).toBe('job');
+    expect(model.canCancel).toBe(true);
+    await advance(3000);
+    expect(calls).toEqual(['GET eeee00000001', 'GET eeee00000001']);
+    current = job('eeee00000001');
+    await advance(3000);
+    expect(model.job?.status).toBe('SUCCEEDED');
+    expect(model.canCancel).toBe(false);
+    await advance(60_000);
+    expect(calls).toHaveLength(3);
+  });
+
+  it('cancels (keeping the YAML) and reports a missing job run', async () => {
+    model.setJob('eeee00000001');
+    model.start();
+    await advance(0);
+    const done = model.cancel();
+    expect(model.cancelling).toBe(true);
+    expect(model.canCancel).toBe(false);
+    await done;
+    expect(calls).toContain('POST eeee00000001/cancel');
+    expect(model.job?.status).toBe('CANCELLED');
+    expect(model.job?.spec_yaml).toBe('command: x\n');
+    expect(model.cancelling).toBe(false);
+
+    model.setJob('ffff00000001');
+    await advance(0);
+    expect(model.state).toBe('not-found');
+    expect(model.nextDelay()).toBeNull();
+  });
+});

@@ -1,0 +1,436 @@
+import { Widget } from '@lumino/widgets';
+
+import { CommandIDs } from '../commands';
+import { JobModel } from '../workloads/job-model';
+import { WorkloadsModel } from '../workloads/model';
+import { WorkloadsPanel } from '../workloads/panel';
+import { IJob } from '../workloads/types';
+import { HOSTILE, advance } from './helpers';
+import {
+  FakeWorkloadsServer,
+  T0_S,
+  attempt,
+  job,
+  runningJob
+} from './workloads-fixtures';
+
+describe('WorkloadsPanel', () => {
+  let server: FakeWorkloadsServer;
+  let jobs: Map<string, IJob>;
+  let requests: string[];
+  let model: WorkloadsModel;
+  let jobModel: JobModel;
+  let panel: WorkloadsPanel;
+  let calls: [string, any][];
+  let confirmations: IJob[];
+  let confirmAnswer: boolean;
+
+  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
+    panel.node.querySelector(selector) as T;
+  const all = (selector: string) =>
+    Array.from(panel.node.querySelectorAll<HTMLElement>(selector));
+  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const row = (id: string) => q(`.jp-air-wl-job[data-job-id="${id}"]`);
+
+  async function open(): Promise<void> {
+    Widget.attach(panel, document.body);
+    await advance(0);
+  }
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: T0_S * 1000 });
+    calls = [];
+    requests = [];
+    confirmations = [];
+    confirmAnswer = false;
+    server = new FakeWorkloadsServer();
+    jobs = new Map();
+    model = new WorkloadsModel({ fetchWorkloads: server.fetchWorkloads });
+    jobModel = new JobModel({
+      fetchJob: async id => {
+        requests.push(`GET ${id}`);
+        const found = jobs.get(id);
+        if (!found) {
+          throw new Error(`no job run ${id}`);
+        }
+        return found;
+      },
+      cancelJob: async id => {
+        requests.push(`POST ${id}/cancel`);
+        const cancelled: IJob = {
+          ...jobs.get(id)!,
+          status: 'CANCELLED',
+          finished: true,
+          reason: 'cancelled by ada',
+          ended_at: T0_S
+        };
+        jobs.set(id, cancelled);
+        return cancelled;
+      }
+    });
+    panel = new WorkloadsPanel({
+      model,
+      jobModel,
+      commands: {
+        execute: async (id: string, args?: any) => {
+          calls.push([id, args]);
+        }
+      },
+      confirmCancel: async j => {
+        confirmations.push(j);
+        return confirmAnswer;
+      }
+    });
+  });
+
+  afterEach(() => {
+    panel.dispose();
+    model.dispose();
+    jobModel.dispose();
+    jest.useRealTimers();
+  });
+
+  it('lists job runs, newest first, with their status, compute, attempts and times', async () => {
+    server.jobs = [
+      runningJob('aaaa00000002', { run_name: 'baseline' }),
+      job('aaaa00000001', {
+        run_name: null,
+        experiment_name: 'sweep',
+        status: 'FAILED',
+        reason: 'node 0 exited with code 3 (failed 2 attempts)',
+        attempts: [
+          attempt(1, { status: 'FAILED' }),
+          attempt(2, { status: 'FAILED' })
+        ]
+      })
+    ];
+    await open();
+    expect(all('.jp-air-wl-job').map(li => li.dataset.jobId)).toEqual([
+      'aaaa00000002',
+      'aaaa00000001'
+    ]);
+    const running = row('aaaa00000002');
+    expect(running.querySelector('.jp-air-wl-job-name')!.textContent).toBe(
+      'baseline'
+    );
+    const badge = running.querySelector('.jp-air-wl-job-status')!;
+    expect(badge.textContent).toBe('Running');
+    expect(badge.classList).toContain('jp-air-status-running');
+    expect(
+      running.querySelector('.jp-air-wl-job-experiment')!.textContent
+    ).toBe('demo');
+    expect(running.querySelector('.jp-air-wl-job-compute')!.textContent).toBe(
+      '2 nodes x CPU'
+    );
+    expect(running.querySelector('.jp-air-wl-job-attempts')!.textContent).toBe(
+      '1 attempt'
+    );
+    expect(running.querySelector('.jp-air-wl-job-when')!.textContent).toMatch(
+      /^submitted \d\d:\d\d · started \d\d:\d\d$/
+    );
+    expect(running.querySelector('.jp-air-wl-job-duration')!.textContent).toBe(
+      '1 min 40 s'
+    );
+
+    const failed = row('aaaa00000001');
+    // no run name: the experiment names it (and is not repeated)
+    expect(failed.querySelector('.jp-air-wl-job-name')!.textContent).toBe(
+      'sweep'
+    );
+    expect(
+      (failed.querySelector('.jp-air-wl-job-experiment') as HTMLElement).hidden
+    ).toBe(true);
+    expect(failed.querySelector('.jp-air-wl-job-attempts')!.textContent).toBe(
+      '2 attempts'
+    );
+    expect(failed.querySelector('.jp-air-wl-job-reason')!.textContent).toBe(
+      'node 0 exited with code 3 (failed 2 attempts)'
+    );
+    expect(failed.querySelector('.jp-air-wl-job-duration')!.textContent).toBe(
+      '1 min 0 s'
+    );
+
+    // the running duration ticks
+    await advance(5000);
+    expect(running.querySelector('.jp-air-wl-job-duration')!.textContent).toBe(
+      '1 min 45 s'
+    );
+  });
+
+  it('updates statuses in place as the job runs', async () => {
+    server.jobs = [runningJob('bbbb00000001')];
+    await open();
+    const node = row('bbbb00000001');
+    expect(node.dataset.status).toBe('RUNNING');
+    server.jobs = [job('bbbb00000001')];
+    await advance(3000);
+    expect(row('bbbb00000001')).toBe(node);
+    expect(node.dataset.status).toBe('SUCCEEDED');
+    expect(node.querySelector('.jp-air-wl-job-status')!.textContent).toBe(
+      'Succeeded'
+    );
+    expect(node.querySelector('.jp-air-wl-job-status')!.classList).toContain(
+      'jp-air-status-finished'
+    );
+  });
+
+  it('shows names as text', async () => {
+    server.jobs = [
+      job('cccc00000001', { run_name: HOSTILE, experiment_name: HOSTILE })
+    ];
+    await open();
+    expect(text('.jp-air-wl-job-name')).toBe(HOSTILE);
+    expect(panel.node.querySelector('img')).toBeNull();
+  });
+
+  it('filters by status and experiment, and pages', async () => {
+    server.jobs = Array.from({ length: 120 }, (_, i) =>
+      job(`dddd${String(119 - i).padStart(8, '0')}`, {
+        experiment_name: i < 60 ? 'a' : 'b',
+        status: i % 3 === 0 ? 'FAILED' : 'SUCCEEDED'
+      })
+    );
+    await open();
+    expect(all('.jp-air-wl-job')).toHaveLength(50);
+    expect(text('.jp-air-wl-range')).toBe('1–50 of 120');
+    expect(q<HTMLButtonElement>('.jp-air-wl-previous').disabled).toBe(true);
+    q<HTMLButtonElement>('.jp-air-wl-next').click();
+    await advance(0);
+    expect(text('.jp-air-wl-range')).toBe('51–100 of 120');
+    q<HTMLButtonElement>('.jp-air-wl-next').click();
+    await advance(0);
+    expect(text('.jp-air-wl-range')).toBe('101–120 of 120');
+    expect(q<HTMLButtonElement>('.jp-air-wl-next').disabled).toBe(true);
+
+    const status = q<HTMLSelectElement>('.jp-air-wl-status-filter');
+    status.value = 'FAILED';
+    status.dispatchEvent(new Event('change'));
+    await advance(0);
+    expect(server.calls[server.calls.length - 1]).toMatchObject({
+      status: ['FAILED'],
+      offset: 0
+    });
+    expect(text('.jp-air-wl-range')).toBe('1–40 of 40');
+
+    const experiments = q<HTMLSelectElement>('.jp-air-wl-experiment-filter');
+    expect(Array.from(experiments.options).map(o => o.value)).toEqual([
+      '',
+      'a',
+      'b'
+    ]);
+    experiments.value = 'b';
+    experiments.dispatchEvent(new Event('change'));
+    await advance(0);
+    expect(server.calls[server.calls.length - 1]).toMatchObject({
+      status: ['FAILED'],
+      experiment: 'b'
+    });
+    expect(all('.jp-air-wl-job')).toHaveLength(20);
+    expect(q('.jp-air-wl-previous').hidden).toBe(true);
+
+    status.value = 'RUNNING';
+    status.dispatchEvent(new Event('change'));
+    await advance(0);
+    expect(text('.jp-air-wl-list .jp-air-wl-message')).toBe(
+      'No job runs match these filters.'
+    );
+  });
+
+  it('sends nothing while hidden', async () => {
+    server.jobs = [runningJob('eeee00000001')];
+    await open();
+    expect(server.calls).toHaveLength(1);
+    panel.hide();
+    await advance(120_000);
+    expect(server.calls).toHaveLength(1);
+    panel.show();
+    await advance(0);
+    expect(server.calls).toHaveLength(2);
+  });
+
+  describe('job page', () => {
+    const ID = 'ffff00000001';
+
+    async function openJob(j: IJob): Promise<void> {
+      jobs.set(j.id, j);
+      server.jobs = [j];
+      await open();
+      row(j.id).click();
+      await advance(0);
+    }
+
+    it('shows the attempts with their MLflow links, exit reasons and the YAML as text', async () => {
+      const yaml = `experiment_name: demo\ncommand: echo "${HOSTILE}"\n`;
+      await openJob(
+        job(ID, {
+          status: 'FAILED',
+          reason: 'node 1 exited with code 3 (failed 2 attempts)',
+          spec_yaml: yaml,
+          attempts: [
+            attempt(1, {
+              status: 'FAILED',
+              reason: 'node 1 exited with code 3',
+              nodes: [
+                {
+                  node: 0,
+                  pid: 1,
+                  gpus: [],
+                  exit_code: null,
+                  signal: 'SIGTERM'
+                },
+                { node: 1, pid: 2, gpus: [], exit_code: 3, signal: null }
+              ]
+            }),
+            attempt(2, { status: 'FAILED', reason: null, exit_code: 3 })
+          ]
+        })
+      );
+      expect(panel.view).toBe('job');
+      expect(requests).toEqual([`GET ${ID}`]);
+      expect(q('.jp-air-wl-list').hidden).toBe(true);
+      expect(text('.jp-air-wl-page-name')).toBe(`run-${ID}`);
+      expect(text('.jp-air-wl-page-status')).toBe('Failed');
+      expect(text('.jp-air-wl-page-reason')).toBe(
+        'node 1 exited with code 3 (failed 2 attempts)'
+      );
+      const attempts = all('.jp-air-wl-attempt');
+      expect(attempts.map(a => a.dataset.attempt)).toEqual(['2', '1']); // latest first
+      const first = attempts[1];
+      expect(
+        first.querySelector('.jp-air-wl-attempt-reason')!.textContent
+      ).toBe('node 1 exited with code 3');
+      expect(first.querySelector('.jp-air-wl-attempt-nodes')!.textContent).toBe(
+        'node 0: SIGTERM · node 1: exit 3'
+      );
+      expect(
+        attempts[0].querySelector('.jp-air-wl-attempt-reason')!.textContent
+      ).toBe('exited with code 3');
+      const runLink = first.querySelector<HTMLAnchorElement>(
+        '.jp-air-wl-attempt-run'
+      )!;
+      expect(runLink.getAttribute('href')).toBe(
+        '/user/alice/air/mlflow/#/experiments/7/runs/run1abc?workflowType=machine_learning'
+      );
+      expect(runLink.target).toBe('_blank');
+      runLink.click();
+      const metrics = first.querySelector<HTMLAnchorElement>(
+        '.jp-air-wl-attempt-metrics'
+      )!;
+      expect(metrics.getAttribute('href')).toBe(
+        '/user/alice/air/mlflow/#/experiments/7/runs/run1abc/system-metrics'
+      );
+      metrics.click();
+      expect(calls).toEqual([
+        [
+          CommandIDs.openMlflow,
+          { path: '#/experiments/7/runs/run1abc?workflowType=machine_learning' }
+        ],
+        [
+          CommandIDs.openMlflow,
+          { path: '#/experiments/7/runs/run1abc/system-metrics' }
+        ]
+      ]);
+
+      const pre = q('.jp-air-wl-yaml');
+      expect(pre.tagName).toBe('PRE');
+      expect(pre.textContent).toBe(yaml);
+      expect(panel.node.querySelector('img')).toBeNull();
+
+      // buttons
+      calls.length = 0;
+      q<HTMLButtonElement>('.jp-air-wl-logs').click();
+      q<HTMLButtonElement>('.jp-air-wl-open-experiment').click();
+      first
+        .querySelector<HTMLButtonElement>('.jp-air-wl-attempt-logs')!
+        .click();
+      expect(calls).toEqual([
+        [CommandIDs.openLogs, { id: ID }],
+        [CommandIDs.openExperiments, { experiment_id: '7' }],
+        [CommandIDs.openLogs, { id: ID, attempt: 1 }]
+      ]);
+      // over: Cancel is disabled and the page is not polled
+      expect(q<HTMLButtonElement>('.jp-air-wl-cancel').disabled).toBe(true);
+      await advance(60_000);
+      expect(requests).toEqual([`GET ${ID}`]);
+    });
+
+    it('hides links an attempt does not have', async () => {
+      await openJob(job(ID, { attempts: [attempt(1, { links: {} })] }));
+      expect(q('.jp-air-wl-attempt-run').hidden).toBe(true);
+      expect(q('.jp-air-wl-attempt-metrics').hidden).toBe(true);
+    });
+
+    it('cancels a running job run after a confirmation', async () => {
+      await openJob(runningJob(ID, { spec_yaml: 'command: sleep 60\n' }));
+      const cancel = q<HTMLButtonElement>('.jp-air-wl-cancel');
+      expect(cancel.disabled).toBe(false);
+      // declined: nothing sent
+      confirmAnswer = false;
+      cancel.click();
+      await advance(0);
+      expect(confirmations.map(j => j.id)).toEqual([ID]);
+      expect(requests.filter(r => r.startsWith('POST'))).toEqual([]);
+      // confirmed: POST, then the page shows the cancelled job run
+      confirmAnswer = true;
+      cancel.click();
+      await advance(0);
+      expect(requests.filter(r => r.startsWith('POST'))).toEqual([
+        `POST ${ID}/cancel`
+      ]);
+      expect(text('.jp-air-wl-page-status')).toBe('Cancelled');
+      expect(cancel.disabled).toBe(true);
+      expect(text('.jp-air-wl-yaml')).toBe('command: sleep 60\n');
+    });
+
+    it("asks with JupyterLab's dialog by default", async () => {
+      panel.dispose();
+      panel = new WorkloadsPanel({
+        model,
+        jobModel,
+        commands: { execute: async () => undefined }
+      });
+      await openJob(runningJob(ID));
+      const cancel = q<HTMLButtonElement>('.jp-air-wl-cancel');
+      const answer = async (label: string) => {
+        cancel.click();
+        await advance(0);
+        const dialog = document.body.querySelector('.jp-Dialog')!;
+        expect(dialog.textContent).toContain(`job run ${ID}`);
+        const buttons = Array.from(
+          dialog.querySelectorAll<HTMLButtonElement>('.jp-Dialog-button')
+        );
+        buttons.find(b => b.textContent === label)!.click();
+        await advance(0);
+      };
+      await answer('Keep running');
+      expect(requests.filter(r => r.startsWith('POST'))).toEqual([]);
+      await answer('Cancel job run');
+      expect(requests.filter(r => r.startsWith('POST'))).toEqual([
+        `POST ${ID}/cancel`
+      ]);
+      expect(text('.jp-air-wl-page-status')).toBe('Cancelled');
+    });
+
+    it('polls an active job run and goes back to the list', async () => {
+      await openJob(runningJob(ID));
+      await advance(3000);
+      expect(requests).toEqual([`GET ${ID}`, `GET ${ID}`]);
+      const listCalls = server.calls.length;
+      q<HTMLButtonElement>('.jp-air-wl-back').click();
+      await advance(0);
+      expect(panel.view).toBe('list');
+      expect(q('.jp-air-wl-page').hidden).toBe(true);
+      expect(server.calls.length).toBe(listCalls + 1);
+      await advance(10_000);
+      expect(requests.filter(r => r.startsWith('GET'))).toHaveLength(2);
+    });
+
+    it('says when the job run does not exist', async () => {
+      await open();
+      panel.openJob('0000deadbeef');
+      await advance(0);
+      expect(text('.jp-air-wl-page-message')).toContain('0000deadbeef');
+      expect(q('.jp-air-wl-page-content').hidden).toBe(true);
+    });
+  });
+});

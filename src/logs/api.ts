@@ -1,0 +1,123 @@
+/**
+ * The logs calls of the jupyter-air API: pages of lines (with cursors and long-polling) through
+ * `requestAPI`, and the download URL, which the browser fetches itself (a link).
+ */
+import { ServerConnection } from '@jupyterlab/services';
+
+import { apiURL, requestAPI } from '../api';
+import { jobPath } from '../workloads/api';
+import { ILogPage, LOG_LEVELS, LogLevel } from './types';
+
+/** The filters of the Logs view (what a download also takes). */
+export interface ILogFilters {
+  node: number;
+  /** `null`: the latest attempt (and following into later ones). */
+  attempt: number | null;
+  /** The levels shown; all three (or none) send no level filter. */
+  levels: readonly LogLevel[];
+  /** Text the lines contain (any case); `''` for none. */
+  q: string;
+  /** Unix seconds, inclusive; `null` for none. */
+  since: number | null;
+  /** Unix seconds, exclusive; `null` for none. */
+  until: number | null;
+}
+
+/** What one page call asks for besides the filters. */
+export interface ILogsCursor {
+  after?: string;
+  before?: string;
+  tail?: boolean;
+  limit: number;
+  /** Long-poll: seconds the server may wait for a line after `after`. */
+  wait?: number;
+}
+
+/** The filter part of a logs query string. */
+export function filterParams(filters: ILogFilters): URLSearchParams {
+  const params = new URLSearchParams();
+  params.set('node', String(filters.node));
+  if (filters.attempt !== null) {
+    params.set('attempt', String(filters.attempt));
+  }
+  const levels = LOG_LEVELS.filter(level => filters.levels.includes(level));
+  if (levels.length > 0 && levels.length < LOG_LEVELS.length) {
+    params.set('level', levels.join(','));
+  }
+  if (filters.q) {
+    params.set('q', filters.q);
+  }
+  if (filters.since !== null) {
+    params.set('since', String(filters.since));
+  }
+  if (filters.until !== null) {
+    params.set('until', String(filters.until));
+  }
+  return params;
+}
+
+/** The query string of a page call. */
+export function logsQueryString(
+  filters: ILogFilters,
+  cursor: ILogsCursor
+): string {
+  const params = filterParams(filters);
+  if (cursor.after !== undefined) {
+    params.set('after', cursor.after);
+  }
+  if (cursor.before !== undefined) {
+    params.set('before', cursor.before);
+  }
+  if (cursor.tail) {
+    params.set('tail', '1');
+  }
+  params.set('limit', String(cursor.limit));
+  if (cursor.wait !== undefined && cursor.wait > 0) {
+    params.set('wait', String(cursor.wait));
+  }
+  return params.toString();
+}
+
+/** `GET air/api/workloads/{id}/logs?…` (abortable: a long-poll is dropped when not needed). */
+export function fetchLogs(
+  jobId: string,
+  filters: ILogFilters,
+  cursor: ILogsCursor,
+  signal?: AbortSignal
+): Promise<ILogPage> {
+  return requestAPI<ILogPage>(
+    `${jobPath(jobId)}/logs?${logsQueryString(filters, cursor)}`,
+    signal ? { signal } : {}
+  );
+}
+
+/**
+ * The URL of every line matching `filters` as a file (`air/api/workloads/{id}/logs/download?…`),
+ * for a link the browser follows itself: it sends the Jupyter cookie; like JupyterLab's file
+ * downloads, the `_xsrf` cookie value is added when there is one, and the token when the page
+ * has one (a page opened with `?token=`).
+ */
+export function logsDownloadUrl(
+  jobId: string,
+  filters: ILogFilters,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): string {
+  const params = filterParams(filters);
+  let cookie = '';
+  try {
+    cookie = typeof document !== 'undefined' ? document.cookie : '';
+  } catch {
+    // a sandboxed page cannot read cookies
+  }
+  const xsrf = cookie.match('\\b_xsrf=([^;]*)\\b');
+  if (xsrf) {
+    params.set('_xsrf', xsrf[1]);
+  }
+  if (settings.token) {
+    params.set('token', settings.token);
+  }
+  return apiURL(
+    `${jobPath(jobId)}/logs/download?${params.toString()}`,
+    settings
+  );
+}

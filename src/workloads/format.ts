@@ -1,0 +1,141 @@
+/**
+ * Text of job runs: names, statuses, compute, times, durations and why an attempt ended.
+ */
+import {
+  NONE,
+  formatFullTime,
+  formatRunDuration,
+  formatStartTime
+} from '../mlflow/format';
+import { IAttempt, ICompute, IJob } from './types';
+
+/** A status in words: `Running`, `Succeeded`; unknown ones as they came. */
+export function jobStatusLabel(status: unknown): string {
+  if (typeof status !== 'string' || !status) {
+    return 'Unknown';
+  }
+  return status.charAt(0).toUpperCase() + status.slice(1).toLowerCase();
+}
+
+/**
+ * The CSS modifier of a status badge, sharing the run badges' colours: running in the brand
+ * colour, succeeded green, failed red, cancelled orange, pending grey.
+ */
+export function jobStatusClass(status: unknown): string {
+  switch (status) {
+    case 'RUNNING':
+      return 'jp-air-status-running';
+    case 'SUCCEEDED':
+      return 'jp-air-status-finished';
+    case 'FAILED':
+      return 'jp-air-status-failed';
+    case 'CANCELLED':
+      return 'jp-air-status-killed';
+    case 'PENDING':
+      return 'jp-air-status-scheduled';
+    default:
+      return 'jp-air-status-other';
+  }
+}
+
+/** A number when it is one, else `null`. */
+export function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+/** What a job asks for: `CPU`, `2 x GPU`, `2 nodes x 1 x H100` (as `air list runs` says it). */
+export function computeText(compute: ICompute | null | undefined): string {
+  const c = compute && typeof compute === 'object' ? compute : {};
+  const kind =
+    typeof c.accelerator_type === 'string' && c.accelerator_type
+      ? c.accelerator_type
+      : 'GPU';
+  const nodes = num(c.num_nodes) ?? 1;
+  const each =
+    kind.toUpperCase() === 'CPU'
+      ? 'CPU'
+      : `${num(c.num_accelerators) ?? 1} x ${kind}`;
+  return nodes === 1 ? each : `${nodes} nodes x ${each}`;
+}
+
+/** The number of nodes of a job (at least 1). */
+export function nodeCount(job: IJob | null | undefined): number {
+  const nodes = num(job?.compute?.num_nodes);
+  return nodes !== null && nodes >= 1 ? Math.floor(nodes) : 1;
+}
+
+/** A job run's name: its MLflow run name, else its experiment, else its id. */
+export function jobName(job: IJob): string {
+  return job.run_name || job.experiment_name || job.id;
+}
+
+/** The command as one line (a list is joined with spaces). */
+export function commandText(command: unknown): string {
+  if (Array.isArray(command)) {
+    return command.map(part => String(part)).join(' ');
+  }
+  return typeof command === 'string' ? command : '';
+}
+
+/**
+ * How long a job run or attempt ran (ms): end − start when it ended, now − start while it runs,
+ * `null` before it started.
+ */
+export function elapsedMs(
+  item: { started_at: unknown; ended_at: unknown; status?: unknown },
+  now: number
+): number | null {
+  const start = num(item.started_at);
+  if (start === null) {
+    return null;
+  }
+  const end = num(item.ended_at);
+  if (end !== null) {
+    return Math.max(0, (end - start) * 1000);
+  }
+  return Math.max(0, now - start * 1000);
+}
+
+/** A duration from `elapsedMs`, `—` when unknown. */
+export function formatElapsed(
+  item: { started_at: unknown; ended_at: unknown },
+  now: number
+): string {
+  const ms = elapsedMs(item, now);
+  return ms === null ? NONE : formatRunDuration(ms);
+}
+
+/** A time in unix seconds, compact (`14:03`, `11-29 14:03`); `—` when unknown. */
+export function formatTime(seconds: unknown, now: number): string {
+  const s = num(seconds);
+  return formatStartTime(s === null ? null : s * 1000, now);
+}
+
+/** A time in unix seconds, in full for tooltips; `''` when unknown. */
+export function formatTimeFull(seconds: unknown): string {
+  const s = num(seconds);
+  return formatFullTime(s === null ? null : s * 1000);
+}
+
+/** `1 attempt`, `3 attempts`. */
+export function attemptsText(count: number): string {
+  return `${count} attempt${count === 1 ? '' : 's'}`;
+}
+
+/** Why an attempt ended: its reason, else its exit code, signal or timeout; `''` when none. */
+export function attemptReason(attempt: IAttempt): string {
+  if (typeof attempt.reason === 'string' && attempt.reason) {
+    return attempt.reason;
+  }
+  if (attempt.timed_out) {
+    return 'timed out';
+  }
+  if (attempt.signal !== null && attempt.signal !== undefined) {
+    return `killed by ${String(attempt.signal)}`;
+  }
+  const code = num(attempt.exit_code);
+  if (code !== null) {
+    return code === 0 ? 'exited with code 0' : `exited with code ${code}`;
+  }
+  return '';
+}

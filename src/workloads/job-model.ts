@@ -1,0 +1,232 @@
+/**
+ * The state of a job run's page, without any DOM: the job run (with its YAML), polled every 3 s
+ * while it is active and the page is shown, and its cancellation.
+ */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { APIError } from '../api';
+import { ITimers } from '../common/timers';
+import { describeError } from '../mlflow/api';
+import { Poller } from '../mlflow/poller';
+import { cancelJob, fetchJob } from './api';
+import { IJob, isActiveStatus } from './types';
+
+/** Poll cadence of an active job run's page (ms). */
+export const JOB_POLL_MS = 3000;
+
+/** What the job page shows. */
+export type JobPageState = 'none' | 'loading' | 'not-found' | 'error' | 'job';
+
+export type JobFetcher = (id: string) => Promise<IJob>;
+
+export class JobModel implements IDisposable {
+  constructor(options: JobModel.IOptions = {}) {
+    this._fetchJob = options.fetchJob ?? fetchJob;
+    this._cancelJob = options.cancelJob ?? cancelJob;
+    this._poller = new Poller({
+      poll: () => this._poll(),
+      delay: () => this.nextDelay(),
+      timers: options.timers
+    });
+  }
+
+  /** Emitted after every change of data or state. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** The id of the job run shown, `null` when none is. */
+  get jobId(): string | null {
+    return this._id;
+  }
+
+  /** The job run, `null` before the first answer. */
+  get job(): IJob | null {
+    return this._job;
+  }
+
+  /** The message of the last failed call, `null` once a call succeeds. */
+  get error(): string | null {
+    return this._error;
+  }
+
+  get state(): JobPageState {
+    if (this._id === null) {
+      return 'none';
+    }
+    if (this._notFound) {
+      return 'not-found';
+    }
+    if (this._job === null) {
+      return this._error !== null ? 'error' : 'loading';
+    }
+    return 'job';
+  }
+
+  /** Whether a cancellation is in flight. */
+  get cancelling(): boolean {
+    return this._cancelling;
+  }
+
+  /** Why the last cancellation failed, `null` when it did not. */
+  get cancelError(): string | null {
+    return this._cancelError;
+  }
+
+  /** Whether the job run can be cancelled now (not finished, not already being cancelled). */
+  get canCancel(): boolean {
+    const job = this._job;
+    return (
+      job !== null &&
+      !job.finished &&
+      isActiveStatus(job.status) &&
+      !this._cancelling
+    );
+  }
+
+  get isStarted(): boolean {
+    return this._poller.isStarted;
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /** Milliseconds until the next poll while shown; `null` once the job run is over. */
+  nextDelay(): number | null {
+    if (this._id === null) {
+      return null;
+    }
+    if (this._job === null) {
+      return this._notFound ? null : JOB_POLL_MS;
+    }
+    return this._job.finished && !isActiveStatus(this._job.status)
+      ? null
+      : JOB_POLL_MS;
+  }
+
+  /** Show a job run (`null`: none, back to the list). */
+  setJob(id: string | null): void {
+    const next = id || null;
+    if (next === this._id) {
+      if (next !== null && this._poller.isStarted) {
+        void this._poller.refresh();
+      }
+      return;
+    }
+    this._id = next;
+    this._job = null;
+    this._error = null;
+    this._notFound = false;
+    this._cancelError = null;
+    this._cancelling = false;
+    this._changed.emit();
+    if (this._poller.isStarted) {
+      void this._poller.refresh();
+    }
+  }
+
+  /** Cancel the job run (the caller asked for confirmation). Resolves when it is over. */
+  async cancel(): Promise<void> {
+    const id = this._id;
+    if (id === null || !this.canCancel) {
+      return;
+    }
+    this._cancelling = true;
+    this._cancelError = null;
+    this._changed.emit();
+    try {
+      const job = await this._cancelJob(id);
+      if (this._isDisposed || id !== this._id) {
+        return;
+      }
+      if (job && typeof job.id === 'string') {
+        this._job = {
+          ...job,
+          spec_yaml: job.spec_yaml ?? this._job?.spec_yaml
+        };
+      }
+    } catch (error) {
+      if (this._isDisposed || id !== this._id) {
+        return;
+      }
+      this._cancelError = describeError(error);
+    }
+    this._cancelling = false;
+    this._changed.emit();
+    if (this._poller.isStarted) {
+      void this._poller.refresh();
+    }
+  }
+
+  /** Start polling (the page is shown). */
+  start(): void {
+    if (!this._isDisposed) {
+      this._poller.start();
+    }
+  }
+
+  stop(): void {
+    this._poller.stop();
+  }
+
+  refresh(): Promise<void> {
+    return this._poller.refresh();
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._poller.dispose();
+    Signal.clearData(this);
+  }
+
+  private async _poll(): Promise<void> {
+    const id = this._id;
+    if (this._isDisposed || id === null) {
+      return;
+    }
+    try {
+      const job = await this._fetchJob(id);
+      if (this._isDisposed || id !== this._id) {
+        return;
+      }
+      this._job = job;
+      this._error = null;
+      this._notFound = false;
+    } catch (error) {
+      if (this._isDisposed || id !== this._id) {
+        return;
+      }
+      this._error = describeError(error);
+      this._notFound = error instanceof APIError && error.status === 404;
+    }
+    this._changed.emit();
+  }
+
+  private readonly _changed = new Signal<this, void>(this);
+  private readonly _fetchJob: JobFetcher;
+  private readonly _cancelJob: JobFetcher;
+  private readonly _poller: Poller;
+  private _id: string | null = null;
+  private _job: IJob | null = null;
+  private _error: string | null = null;
+  private _notFound = false;
+  private _cancelling = false;
+  private _cancelError: string | null = null;
+  private _isDisposed = false;
+}
+
+export namespace JobModel {
+  export interface IOptions {
+    /** Calls `GET air/api/workloads/{id}`; defaults to the real server. */
+    fetchJob?: JobFetcher;
+    /** Calls `POST air/api/workloads/{id}/cancel`; defaults to the real server. */
+    cancelJob?: JobFetcher;
+    /** Timer functions; default to the window's. */
+    timers?: ITimers;
+  }
+}

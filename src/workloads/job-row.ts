@@ -1,0 +1,142 @@
+/**
+ * One job run in the Workloads panel's list: name, status badge, experiment, compute, attempts,
+ * submitted/started/ended times and duration (ticking while it runs). Built once per job id and
+ * updated in place on each poll; a click (or Enter) opens the job run's page.
+ */
+import { h, setAttr, setHidden, setText } from '../gpu/dom';
+import {
+  attemptsText,
+  computeText,
+  elapsedMs,
+  formatElapsed,
+  formatTime,
+  formatTimeFull,
+  jobName,
+  jobStatusClass,
+  jobStatusLabel
+} from './format';
+import { IJob, isActiveStatus } from './types';
+
+export class JobRow {
+  constructor(jobId: string, onOpen: (row: JobRow) => void) {
+    this.jobId = jobId;
+    this.node = h('li', 'jp-air-wl-job');
+    this.node.dataset.jobId = jobId;
+    this.node.tabIndex = 0;
+    this.node.setAttribute('role', 'button');
+
+    const line1 = h('div', 'jp-air-wl-job-line');
+    this._name = h('span', 'jp-air-wl-job-name');
+    this._status = h(
+      'span',
+      'jp-air-wl-job-status jp-air-badge jp-air-status-badge'
+    );
+    line1.append(this._name, this._status);
+
+    const line2 = h('div', 'jp-air-wl-job-line jp-air-wl-job-meta');
+    this._experiment = h('span', 'jp-air-wl-job-experiment');
+    this._compute = h('span', 'jp-air-wl-job-compute');
+    this._attempts = h('span', 'jp-air-wl-job-attempts');
+    line2.append(this._experiment, this._compute, this._attempts);
+
+    const line3 = h('div', 'jp-air-wl-job-line jp-air-wl-job-times');
+    this._times = h('span', 'jp-air-wl-job-when');
+    this._duration = h('span', 'jp-air-wl-job-duration');
+    line3.append(this._times, this._duration);
+
+    this._reason = h('div', 'jp-air-wl-job-reason');
+    this.node.append(line1, line2, line3, this._reason);
+
+    this.node.addEventListener('click', () => onOpen(this));
+    this.node.addEventListener('keydown', event => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        onOpen(this);
+      }
+    });
+  }
+
+  readonly jobId: string;
+  readonly node: HTMLLIElement;
+
+  /** The job run shown. */
+  get job(): IJob | null {
+    return this._job;
+  }
+
+  /** Show a job run's latest data. */
+  update(job: IJob, now: number): void {
+    this._job = job;
+    const status = String(job.status);
+    this.node.dataset.status = status;
+    const name = jobName(job);
+    setText(this._name, name);
+    setAttr(this.node, 'title', `Open job run ${job.id}`);
+
+    setText(this._status, jobStatusLabel(status));
+    const statusClassName = `jp-air-wl-job-status jp-air-badge jp-air-status-badge ${jobStatusClass(status)}`;
+    if (this._status.className !== statusClassName) {
+      this._status.className = statusClassName;
+    }
+
+    const experiment = job.experiment_name || '';
+    setText(this._experiment, experiment);
+    setHidden(this._experiment, !experiment || experiment === name);
+    setAttr(
+      this._experiment,
+      'title',
+      experiment ? `Experiment ${experiment}` : ''
+    );
+    setText(this._compute, computeText(job.compute));
+    const attempts = Array.isArray(job.attempts) ? job.attempts.length : 0;
+    setText(this._attempts, attemptsText(attempts));
+    setAttr(
+      this._attempts,
+      'title',
+      typeof job.max_retries === 'number'
+        ? `${attempts} of at most ${job.max_retries + 1}`
+        : ''
+    );
+
+    const parts = [`submitted ${formatTime(job.submitted_at, now)}`];
+    if (job.started_at !== null && job.started_at !== undefined) {
+      parts.push(`started ${formatTime(job.started_at, now)}`);
+    }
+    if (job.ended_at !== null && job.ended_at !== undefined) {
+      parts.push(`ended ${formatTime(job.ended_at, now)}`);
+    }
+    setText(this._times, parts.join(' · '));
+    const full = [
+      `Submitted ${formatTimeFull(job.submitted_at)}`,
+      job.started_at ? `Started ${formatTimeFull(job.started_at)}` : '',
+      job.ended_at ? `Ended ${formatTimeFull(job.ended_at)}` : ''
+    ].filter(Boolean);
+    setAttr(this._times, 'title', full.join('\n'));
+
+    const reason = !isActiveStatus(status) && job.reason ? job.reason : '';
+    setText(this._reason, reason);
+    setHidden(this._reason, !reason);
+    this.tick(now);
+  }
+
+  /** Update the duration (ticks while running). */
+  tick(now: number): void {
+    const job = this._job;
+    if (!job) {
+      return;
+    }
+    const known = elapsedMs(job, now) !== null;
+    setText(this._duration, known ? formatElapsed(job, now) : '');
+    setHidden(this._duration, !known);
+  }
+
+  private readonly _name: HTMLSpanElement;
+  private readonly _status: HTMLSpanElement;
+  private readonly _experiment: HTMLSpanElement;
+  private readonly _compute: HTMLSpanElement;
+  private readonly _attempts: HTMLSpanElement;
+  private readonly _times: HTMLSpanElement;
+  private readonly _duration: HTMLSpanElement;
+  private readonly _reason: HTMLDivElement;
+  private _job: IJob | null = null;
+}

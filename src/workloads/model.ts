@@ -1,0 +1,290 @@
+/**
+ * The Workloads panel's list state, without any DOM: which job runs it shows (status and
+ * experiment filters, one page of them), and when to ask again.
+ *
+ * - The filters and the page go to the server (`workloads?status=…&experiment=…&limit&offset`),
+ *   which answers newest first with the total, so thousands of job runs page cheaply.
+ * - While started (the list is shown) it polls: every 3 s while a job run shown is PENDING or
+ *   RUNNING (statuses and durations stay live), else every 30 s. Stopped (hidden), nothing is
+ *   sent.
+ * - An answer to an older query (the user changed a filter or the page meanwhile) is dropped.
+ */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { ITimers } from '../common/timers';
+import { describeError } from '../mlflow/api';
+import { Poller } from '../mlflow/poller';
+import { IWorkloadsQuery, fetchWorkloads } from './api';
+import { IJob, IWorkloadsPage, JOB_STATUSES, isActiveStatus } from './types';
+
+/** Poll cadence (ms). */
+export const ACTIVE_POLL_MS = 3000;
+export const IDLE_POLL_MS = 30000;
+
+/** Job runs per page. */
+export const PAGE_SIZE = 50;
+
+/** The status filter: every job run, the active ones (pending or running), or one status. */
+export type WorkloadsStatusFilter =
+  'ALL' | 'ACTIVE' | (typeof JOB_STATUSES)[number];
+
+export const WORKLOADS_STATUS_FILTERS: readonly WorkloadsStatusFilter[] = [
+  'ALL',
+  'ACTIVE',
+  ...JOB_STATUSES
+];
+
+/** The statuses a filter sends to the server (none: every status). */
+export function filterStatuses(filter: WorkloadsStatusFilter): string[] {
+  if (filter === 'ALL') {
+    return [];
+  }
+  return filter === 'ACTIVE' ? ['RUNNING', 'PENDING'] : [filter];
+}
+
+/** What the list shows. */
+export type WorkloadsState = 'loading' | 'error' | 'empty' | 'jobs';
+
+/** Fetches a page of job runs (injectable for tests). */
+export type WorkloadsFetcher = (
+  query: IWorkloadsQuery
+) => Promise<IWorkloadsPage>;
+
+export class WorkloadsModel implements IDisposable {
+  constructor(options: WorkloadsModel.IOptions = {}) {
+    this._fetch = options.fetchWorkloads ?? fetchWorkloads;
+    this._pageSize = options.pageSize ?? PAGE_SIZE;
+    this._poller = new Poller({
+      poll: () => this._poll(),
+      delay: () => this.nextDelay(),
+      timers: options.timers
+    });
+  }
+
+  /** Emitted after every change of data or state. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get statusFilter(): WorkloadsStatusFilter {
+    return this._status;
+  }
+
+  /** The experiment filter (its name), `null` for every experiment. */
+  get experiment(): string | null {
+    return this._experiment;
+  }
+
+  /** The index of the first job run of the page. */
+  get offset(): number {
+    return this._offset;
+  }
+
+  get pageSize(): number {
+    return this._pageSize;
+  }
+
+  /** The query for the current filters and page. */
+  get query(): IWorkloadsQuery {
+    return {
+      status: filterStatuses(this._status),
+      experiment: this._experiment,
+      limit: this._pageSize,
+      offset: this._offset
+    };
+  }
+
+  /** The last answer for the current query, `null` before it. */
+  get page(): IWorkloadsPage | null {
+    return this._page;
+  }
+
+  /** The job runs shown. */
+  get jobs(): readonly IJob[] {
+    const jobs = this._page?.workloads;
+    return Array.isArray(jobs)
+      ? jobs.filter(job => job && typeof job.id === 'string')
+      : [];
+  }
+
+  /** How many job runs match the filters (over every page). */
+  get total(): number {
+    const total = this._page?.total;
+    return typeof total === 'number' && Number.isFinite(total)
+      ? total
+      : this.jobs.length;
+  }
+
+  get hasPrevious(): boolean {
+    return this._offset > 0;
+  }
+
+  get hasNext(): boolean {
+    return this._offset + this._pageSize < this.total;
+  }
+
+  /** The message of the last failed call, `null` once a call succeeds. */
+  get error(): string | null {
+    return this._error;
+  }
+
+  /** Experiment names seen in answers (and the one filtered on), for the filter's choices. */
+  get experiments(): readonly string[] {
+    const names = new Set(this._experiments);
+    if (this._experiment) {
+      names.add(this._experiment);
+    }
+    return Array.from(names).sort((a, b) => a.localeCompare(b));
+  }
+
+  /** Whether a job run shown may still change (polls faster). */
+  get hasActive(): boolean {
+    return this.jobs.some(job => isActiveStatus(job.status));
+  }
+
+  get state(): WorkloadsState {
+    if (this._page === null) {
+      return this._error !== null ? 'error' : 'loading';
+    }
+    return this.jobs.length === 0 ? 'empty' : 'jobs';
+  }
+
+  get isStarted(): boolean {
+    return this._poller.isStarted;
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /** Milliseconds until the next poll while shown. */
+  nextDelay(): number {
+    return this.hasActive ? ACTIVE_POLL_MS : IDLE_POLL_MS;
+  }
+
+  setStatusFilter(filter: WorkloadsStatusFilter): void {
+    if (!WORKLOADS_STATUS_FILTERS.includes(filter) || filter === this._status) {
+      return;
+    }
+    this._status = filter;
+    this._queryChanged(0);
+  }
+
+  setExperiment(name: string | null): void {
+    const next = name || null;
+    if (next === this._experiment) {
+      return;
+    }
+    this._experiment = next;
+    this._queryChanged(0);
+  }
+
+  nextPage(): void {
+    if (this.hasNext) {
+      this._queryChanged(this._offset + this._pageSize);
+    }
+  }
+
+  previousPage(): void {
+    if (this.hasPrevious) {
+      this._queryChanged(Math.max(0, this._offset - this._pageSize));
+    }
+  }
+
+  /** Start polling (the list is shown): asks now. */
+  start(): void {
+    if (!this._isDisposed) {
+      this._poller.start();
+    }
+  }
+
+  /** Stop polling (hidden, or the job page is shown instead). */
+  stop(): void {
+    this._poller.stop();
+  }
+
+  /** Ask now. */
+  refresh(): Promise<void> {
+    return this._poller.refresh();
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._poller.dispose();
+    Signal.clearData(this);
+  }
+
+  /** The filters or the page changed: forget the old rows, ask now if shown. */
+  private _queryChanged(offset: number): void {
+    this._offset = offset;
+    this._page = null;
+    this._error = null;
+    this._changed.emit();
+    if (this._poller.isStarted) {
+      void this._poller.refresh();
+    }
+  }
+
+  private async _poll(): Promise<void> {
+    if (this._isDisposed) {
+      return;
+    }
+    const query = this.query;
+    const key = JSON.stringify(query);
+    try {
+      const page = await this._fetch(query);
+      if (this._isDisposed || key !== JSON.stringify(this.query)) {
+        return;
+      }
+      this._page = page;
+      this._error = null;
+      for (const job of this.jobs) {
+        if (typeof job.experiment_name === 'string' && job.experiment_name) {
+          this._experiments.add(job.experiment_name);
+        }
+      }
+      // the last page emptied (job runs went away, a filter narrowed): back to the last one
+      if (this.jobs.length === 0 && this._offset > 0 && this.total > 0) {
+        const last =
+          Math.floor((this.total - 1) / this._pageSize) * this._pageSize;
+        if (last < this._offset) {
+          this._queryChanged(last);
+          return;
+        }
+      }
+    } catch (error) {
+      if (this._isDisposed || key !== JSON.stringify(this.query)) {
+        return;
+      }
+      this._error = describeError(error);
+    }
+    this._changed.emit();
+  }
+
+  private readonly _changed = new Signal<this, void>(this);
+  private readonly _fetch: WorkloadsFetcher;
+  private readonly _pageSize: number;
+  private readonly _poller: Poller;
+  private _status: WorkloadsStatusFilter = 'ALL';
+  private _experiment: string | null = null;
+  private _offset = 0;
+  private _page: IWorkloadsPage | null = null;
+  private _error: string | null = null;
+  private readonly _experiments = new Set<string>();
+  private _isDisposed = false;
+}
+
+export namespace WorkloadsModel {
+  export interface IOptions {
+    /** Calls `air/api/workloads`; defaults to the real server. */
+    fetchWorkloads?: WorkloadsFetcher;
+    /** Timer functions; default to the window's. */
+    timers?: ITimers;
+    /** Job runs per page (default 50). */
+    pageSize?: number;
+  }
+}
