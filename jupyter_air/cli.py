@@ -4,7 +4,8 @@
 ``air list runs``, ``air get run``, ``air logs`` and ``air cancel`` read and act on the job store
 of jupyter-air's data folder. Tables for people, ``--output json`` for scripts. Exit codes:
 0 ok (a followed job succeeded), 1 the job failed or was cancelled, 2 usage or spec error,
-3 no tracking server, 4 not enough GPUs, 5 no such job run, 130 interrupted.
+3 no tracking server, 4 not enough GPUs, 5 no such job run, 6 no access to the logs,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ EXIT_USAGE = 2
 EXIT_NO_TRACKING = 3
 EXIT_CAPACITY = 4
 EXIT_NOT_FOUND = 5
+EXIT_FORBIDDEN = 6
 EXIT_INTERRUPTED = 130
 
 STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
@@ -47,7 +50,7 @@ examples:
 
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server,
-4 not enough GPUs, 5 no such job run, 130 interrupted.
+4 not enough GPUs, 5 no such job run, 6 no access to the logs, 130 interrupted.
 """
 
 
@@ -521,6 +524,25 @@ def cmd_logs(args: argparse.Namespace) -> int:
         )
     except InvalidQuery as error:
         raise CliError(str(error), EXIT_USAGE) from None
+    except PermissionError as error:
+        raise _no_log_access(store, job, error) from None
+
+
+def _no_log_access(store: JobStore, job: JobRun, error: PermissionError) -> CliError:
+    """A log file or folder this user may not read, or a download folder it may not write."""
+    import getpass
+
+    folder = store.path.parent / "jobs" / job.id
+    where = Path(error.filename) if error.filename else None
+    if where is not None and folder not in (where, *where.parents):
+        return CliError(f"cannot write {where}: permission denied", EXIT_USAGE)
+    owner = f"its owner ({job.user})" if job.user else "its owner"
+    return CliError(
+        f"You don't have access to these logs: {where or folder} is not readable by "
+        f"{getpass.getuser()}. Access to job run {job.id} does not include its logs; ask {owner} "
+        f"or an administrator of this machine for read access to {folder}.",
+        EXIT_FORBIDDEN,
+    )
 
 
 def _follow(

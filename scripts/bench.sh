@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmarks (figures, not pass/fail): server-side GPU telemetry, then the panel's render time in
-# Chromium. `--screenshot` instead regenerates the README screenshot (docs/img/gpu-panel.png).
+# Benchmarks (figures, not pass/fail): server-side telemetry, MLflow, logs and launcher, then
+# render times in Chromium (the GPU panel; the Logs view on 1 M lines). `--screenshot` instead
+# regenerates the README screenshots (docs/img/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,6 +26,6 @@ echo "==> Workload log capture and search"
 python bench/workload_logs.py
 echo "==> @distributed against torchrun"
 python bench/launch.py
-echo "==> Panel render time in Chromium"
+echo "==> GPU panel and Logs view in Chromium"
 cd ui-tests
-jlpm playwright test --config playwright.bench.config.js panel-render
+jlpm playwright test --config playwright.bench.config.js panel-render logs-render

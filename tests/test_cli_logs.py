@@ -9,7 +9,16 @@ import sys
 import time
 
 import pytest
-from workloads_support import PY, air, air_environment, alive, wait_for, wait_until, write
+from workloads_support import (
+    PY,
+    air,
+    air_environment,
+    alive,
+    deny_reading,
+    wait_for,
+    wait_until,
+    write,
+)
 
 from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
@@ -189,3 +198,23 @@ def test_cancel(env):
     assert again.returncode == 0 and "already ended CANCELLED" in again.stdout
     shown = json.loads(air("get", "run", job_id, "-o", "json").stdout)
     assert shown["status"] == "CANCELLED" and shown["attempts"][0]["status"] == "CANCELLED"
+
+
+def test_logs_this_user_may_not_read_say_so_and_how_to_ask(env, monkeypatch, capsys):
+    from jupyter_air.cli import EXIT_FORBIDDEN, main
+
+    write(env.tmp, "chatty.py", CHATTY)
+    job_id = start(env, f"{PY} chatty.py")
+    wait_for(env.store, job_id)
+    folder = (env.store.path.parent / "jobs" / job_id).resolve()
+    deny_reading(monkeypatch, folder)
+    for argv in (["logs", job_id], ["logs", job_id, "--download-to", str(env.tmp / "d")]):
+        assert main(argv) == EXIT_FORBIDDEN
+        err = capsys.readouterr().err
+        assert err.startswith("air: You don't have access to these logs:")
+        assert f"ask its owner ({env.store.get_job(job_id).user})" in err
+        assert f"read access to {env.store.path.parent / 'jobs' / job_id}" in err
+    # a download folder this user may not write is not about the logs
+    deny_reading(monkeypatch, (env.tmp / "locked").resolve())
+    assert main(["logs", job_id, "--download-to", str(env.tmp / "locked")]) == 2
+    assert "cannot write" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from tornado.httpclient import HTTPClientError
-from workloads_support import PY, wait_for
+from workloads_support import PY, deny_reading, wait_for
 
 from jupyter_air.workloads import load_spec, submit
 from jupyter_air.workloads.connection import Connection
@@ -298,3 +298,19 @@ def test_retention_setting_reaches_kernels(jp_serverapp):
 
     assert os.environ["JUPYTER_AIR_LOG_RETENTION_DAYS"] == "60"
     assert Path(os.environ["JUPYTER_AIR_DATA_DIR"]).name == "air"
+
+
+async def test_logs_the_server_may_not_read_are_a_403_that_says_so(
+    jp_fetch, store, mlflow_server, monkeypatch
+):
+    job_id = start(store, TWO_NODES, mlflow_server)
+    await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
+    deny_reading(monkeypatch, (store.path.parent / "jobs" / job_id).resolve())
+    for parts in (("logs",), ("logs", "download")):
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("air", "api", "workloads", job_id, *parts)
+        assert error.value.code == 403
+        message = json.loads(error.value.response.body)["message"]
+        assert message.startswith("You don't have access to these logs: the user this Jupyter")
+    # the job run itself stays readable
+    assert body(await jp_fetch("air", "api", "workloads", job_id))["id"] == job_id

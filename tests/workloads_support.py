@@ -95,3 +95,19 @@ def alive(pid: int) -> bool:
 
 
 PY = sys.executable
+
+
+def deny_reading(monkeypatch, folder):
+    """The OS refusing this user the files under ``folder`` (EACCES), as for another user's job
+    (chmod cannot deny root, who runs these tests in CI)."""
+    import builtins
+
+    from jupyter_air.workloads import logquery
+
+    def guarded_open(path, mode="r", *args, **kwargs):
+        target = Path(path).resolve()
+        if folder in (target, *target.parents):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(logquery, "open", guarded_open, raising=False)

@@ -30,6 +30,12 @@ NO_LOG_ACCESS = (
     "its workloads: ask the workload's owner or the administrator of this Jupyter server for "
     "the 'air-logs' permission."
 )
+# the files themselves: the Jupyter server's own user may not read them (another user's job)
+UNREADABLE_LOGS = (
+    "You don't have access to these logs: the user this Jupyter server runs as cannot read the "
+    "job's log files. Ask the workload's owner or the administrator of this machine for read "
+    "access to its log folder."
+)
 MAX_WAIT_S = 30.0
 _JOB_ID = r"(?P<workload_id>[^/]+)"
 
@@ -75,6 +81,8 @@ class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
             ) from None
         except InvalidQuery as error:
             raise tornado.web.HTTPError(400, str(error)) from None
+        except PermissionError:
+            raise tornado.web.HTTPError(403, UNREADABLE_LOGS) from None
 
 
 class WorkloadsHandler(_WorkloadBase):
@@ -168,7 +176,12 @@ class WorkloadLogsDownloadHandler(_LogsBase):
         loop = asyncio.get_running_loop()
         done = object()
         while True:
-            chunk = await loop.run_in_executor(None, next, chunks, done)
+            try:
+                chunk = await loop.run_in_executor(None, next, chunks, done)
+            except PermissionError:
+                if self._headers_written:
+                    raise
+                raise tornado.web.HTTPError(403, UNREADABLE_LOGS) from None
             if chunk is done:
                 break
             self.write(chunk)

@@ -75,13 +75,14 @@ describe('run display: Workload button', () => {
 });
 
 describe('Experiment panel: workload link', () => {
-  it('reads the job run from the run tags', () => {
+  it('reads the job run from the run summary, else from its tag', () => {
+    expect(runJobId(run('r', { job_id: '77aa' }))).toBe('77aa');
     expect(
       runJobId(run('r', { tags: { 'jupyter_air.workload.job_id': 'abcd' } }))
     ).toBe('abcd');
-    expect(runJobId(run('r', { tags: { 'jupyter_air.job_id': 'ef01' } }))).toBe(
-      'ef01'
-    );
+    expect(
+      runJobId(run('r', { tags: { 'jupyter_air.job_id': 'ef01' } }))
+    ).toBeNull();
     expect(runJobId(run('r'))).toBeNull();
     expect(runJobId(run('r', { tags: undefined as any }))).toBeNull();
   });

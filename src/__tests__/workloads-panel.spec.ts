@@ -288,6 +288,9 @@ describe('WorkloadsPanel', () => {
       expect(panel.view).toBe('job');
       expect(requests).toEqual([`GET ${ID}`]);
       expect(q('.jp-air-wl-list').hidden).toBe(true);
+      // one Refresh: the page's
+      expect(q('.jp-air-wl-refresh').hidden).toBe(true);
+      expect(q('.jp-air-wl-page-refresh').hidden).toBe(false);
       expect(text('.jp-air-wl-page-name')).toBe(`run-${ID}`);
       expect(text('.jp-air-wl-page-status')).toBe('Failed');
       expect(text('.jp-air-wl-page-reason')).toBe(
@@ -420,6 +423,7 @@ describe('WorkloadsPanel', () => {
       await advance(0);
       expect(panel.view).toBe('list');
       expect(q('.jp-air-wl-page').hidden).toBe(true);
+      expect(q('.jp-air-wl-refresh').hidden).toBe(false);
       expect(server.calls.length).toBe(listCalls + 1);
       await advance(10_000);
       expect(requests.filter(r => r.startsWith('GET'))).toHaveLength(2);

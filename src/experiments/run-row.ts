@@ -26,22 +26,17 @@ import { IRun } from '../mlflow/types';
 /** At most this many metrics per run. */
 export const MAX_METRICS = 4;
 
-/** The tags that name the workload job run a run is an attempt of. */
-export const JOB_ID_TAGS = [
-  'jupyter_air.workload.job_id',
-  'jupyter_air.job_id'
-];
+/** The tag that names the workload job run a run is an attempt of. */
+export const JOB_ID_TAG = 'jupyter_air.workload.job_id';
 
-/** The job run of a run (from its tags), `null` when it is not a workload's attempt. */
+/** The job run of a run, `null` when it is not a workload's attempt. */
 export function runJobId(run: IRun | null | undefined): string | null {
-  const tags = run?.tags && typeof run.tags === 'object' ? run.tags : {};
-  for (const tag of JOB_ID_TAGS) {
-    const value = tags[tag];
-    if (typeof value === 'string' && value) {
-      return value;
-    }
+  if (typeof run?.job_id === 'string' && run.job_id) {
+    return run.job_id;
   }
-  return null;
+  const tags = run?.tags && typeof run.tags === 'object' ? run.tags : {};
+  const value = tags[JOB_ID_TAG];
+  return typeof value === 'string' && value ? value : null;
 }
 
 export class RunRow {

@@ -17,7 +17,7 @@ import { Widget } from '@lumino/widgets';
 
 import { ShownWidget } from '../common/shown-widget';
 import { ITimers, windowTimers } from '../common/timers';
-import { button, h, newTabLink, setAttr, setHidden, setText } from '../gpu/dom';
+import { button, h, setAttr, setHidden, setText } from '../gpu/dom';
 import { now as clockNow, record } from '../gpu/timing';
 import { jobName, jobStatusLabel } from '../workloads/format';
 import { logsDownloadUrl } from './api';
@@ -174,7 +174,9 @@ export class LogsView extends ShownWidget {
       () => void this._copyLines(),
       'Copy the lines loaded here'
     );
-    this._download = newTabLink(
+    // a plain link: the browser fetches it with the Jupyter cookie and saves the attachment
+    this._download = h(
+      'a',
       'jp-air-logs-download jp-air-logs-button',
       'Download'
     );

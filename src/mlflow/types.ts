@@ -54,6 +54,8 @@ export interface IRun {
   /** ms since the epoch, `null` while running */
   end_time: number | null;
   parent_run_id: string | null;
+  /** The workload job run this run is an attempt of, `null` otherwise. */
+  job_id?: string | null;
   /** A few latest metrics. */
   metrics: { [name: string]: number };
   tags: { [key: string]: string };

@@ -58,14 +58,16 @@ export class WorkloadsPanel extends ShownWidget {
     this._now = options.now ?? (() => Date.now());
 
     const header = h('div', 'jp-air-wl-header jp-air-sidepanel-header');
+    // the list's Refresh (a job run's page has its own)
+    this._refresh = button(
+      'jp-air-wl-refresh jp-air-sidepanel-button',
+      'Refresh',
+      () => void this._model.refresh(),
+      'Fetch the job runs now'
+    );
     header.append(
       h('h2', 'jp-air-wl-title jp-air-sidepanel-title', 'Workloads'),
-      button(
-        'jp-air-wl-refresh jp-air-sidepanel-button',
-        'Refresh',
-        () => void this._model.refresh(),
-        'Fetch the job runs now'
-      )
+      this._refresh
     );
 
     // the list
@@ -219,6 +221,7 @@ export class WorkloadsPanel extends ShownWidget {
     const model = this._model;
     const showList = this.view === 'list';
     setHidden(this._list, !showList);
+    setHidden(this._refresh, !showList);
     this.node.dataset.view = this.view;
     const state = model.state;
     this._list.dataset.state = state;
@@ -364,6 +367,7 @@ export class WorkloadsPanel extends ShownWidget {
   private readonly _range: HTMLSpanElement;
   private readonly _next: HTMLButtonElement;
   private readonly _page: JobPage;
+  private readonly _refresh: HTMLButtonElement;
   private readonly _rows = new Map<string, JobRow>();
   private _experimentsKey = '';
   private readonly _ticker = new Ticker(() => this._tick());
