@@ -278,20 +278,26 @@ def test_non_ascii_search(tmp_path):
     assert texts(query_logs(store, job.id, q="损失")) == ["损失 0.5"]
 
 
-def test_a_big_log_is_searched_quickly(tmp_path):
-    """200 k lines here (bench/workload_logs.py measures a million)."""
+def test_a_million_line_log_is_filtered_within_the_target(tmp_path):
+    """1 M lines (122 MB): text + level finds every match, in order, within the 0.5 s target
+    (typically ~0.1 s; bench/workload_logs.py prints the figures)."""
     store = JobStore.for_data_dir(tmp_path)
     job = new_job(store)
     store.start_attempt(job.id, 1)
     with LogWriter(log_path(tmp_path, job.id, 1, 0)) as writer:
-        batch = [
-            ("info", f"step {i} loss 0.1 lr 3e-4 throughput 1234 samples/s") for i in range(1000)
-        ]
-        for _ in range(200):
+        for block in range(1000):
+            batch = [
+                ("info", f"step {block * 1000 + i} loss 0.1 lr 3e-4 throughput 1234 samples/s")
+                for i in range(999)
+            ]
             writer.write("stdout", batch)
-        writer.write("stderr", [("error", "CUDA out of memory")])
+            if block % 250 == 0:  # 4 errors, spread over the file, and a decoy at info
+                writer.write("stderr", [("error", f"CUDA out of memory at block {block}")])
+            else:
+                writer.write("stdout", [("info", "memory ok")])
     start = time.perf_counter()
     page = query_logs(store, job.id, q="out of MEMORY", level="error")
     elapsed = time.perf_counter() - start
-    assert texts(page) == ["CUDA out of memory"]
+    assert texts(page) == [f"CUDA out of memory at block {b}" for b in (0, 250, 500, 750)]
+    assert query_logs(store, job.id, q="step 999998").lines[0].text.startswith("step 999998 ")
     assert elapsed < 0.5, elapsed
