@@ -96,6 +96,23 @@ async def test_runs_of_a_notebook(jp_fetch, client):
     assert len(limited["runs"]) == 2 and limited["truncated"] is True
 
 
+async def test_one_run_answers_its_current_status(jp_fetch, client):
+    notebook = f"one-{uuid.uuid4().hex[:8]}.ipynb"
+    _, ids = make_runs(client, notebook)
+    running = body(await jp_fetch("air", "api", "runs", ids["parent"]))["run"]
+    assert running["status"] == "RUNNING" and running["end_time"] is None
+    client.set_terminated(ids["parent"], "KILLED")
+    ended = body(await jp_fetch("air", "api", "runs", ids["parent"]))["run"]
+    assert ended["status"] == "KILLED" and ended["end_time"] >= ended["start_time"]
+    assert ended["run_name"] == "parent" and ended["links"]["run"].endswith(
+        f"/runs/{ids['parent']}?workflowType=machine_learning"
+    )
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("air", "api", "runs", "0" * 32)
+    assert error.value.code == 404
+    assert "No MLflow run '000" in json.loads(error.value.response.body)["message"]
+
+
 async def test_a_notebook_whose_runs_moved_experiment_follows_its_latest_run(jp_fetch, client):
     notebook = f"moved-{uuid.uuid4().hex[:8]}.ipynb"
     elsewhere = client.create_experiment(f"team-{uuid.uuid4().hex[:8]}")
@@ -136,7 +153,13 @@ async def test_bad_queries_are_clear_errors(jp_fetch, params, code, message):
 
 
 @pytest.mark.parametrize(
-    "parts", [("air", "api", "runs"), ("air", "api", "experiments"), ("air", "api", "mlflow")]
+    "parts",
+    [
+        ("air", "api", "runs"),
+        ("air", "api", "runs", "0123abcd" * 4),
+        ("air", "api", "experiments"),
+        ("air", "api", "mlflow"),
+    ],
 )
 async def test_every_endpoint_needs_the_token(jp_fetch, parts):
     with pytest.raises(HTTPClientError) as error:

@@ -18,7 +18,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server_proxy.handlers import ProxyHandler
 
-from .mlflow_service import RUN_STATUSES, MlflowService
+from .mlflow_service import RUN_STATUSES, MlflowService, run_summary
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,34 @@ class RunsHandler(_RunsBase):
                 raise tornado.web.HTTPError(
                     404, f"No MLflow experiment with id {experiment_id!r}"
                 ) from None
+            answer["mlflow"] = self._unreachable(service, error)
+        except OSError as error:
+            answer["mlflow"] = self._unreachable(service, error)
+        self.finish(json.dumps(answer))
+
+
+class RunHandler(_RunsBase):
+    """One run's summary: a run display in a reopened notebook asks whether the run it shows as
+    RUNNING is still running."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, run_id: str) -> None:
+        from mlflow.exceptions import MlflowException
+
+        service = _service(self)
+        answer: dict[str, Any] = {"mlflow": service.status(), "run": None}
+        not_ready = await self._not_ready(service)
+        if not_ready is not None:
+            answer["mlflow"] = not_ready
+            self.finish(json.dumps(answer))
+            return
+        try:
+            run = await service.run_blocking(service.client.get_run, run_id)
+            answer["run"] = run_summary(run)
+        except MlflowException as error:
+            if error.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+                raise tornado.web.HTTPError(404, f"No MLflow run {run_id!r}") from None
             answer["mlflow"] = self._unreachable(service, error)
         except OSError as error:
             answer["mlflow"] = self._unreachable(service, error)
@@ -278,6 +306,7 @@ def mlflow_handlers() -> list[tuple[str, type]]:
     return [
         (r"/air/api/mlflow", MlflowStatusHandler),
         (r"/air/api/runs", RunsHandler),
+        (r"/air/api/runs/([A-Za-z0-9_-]{1,64})", RunHandler),
         (r"/air/api/experiments", ExperimentsHandler),
         (r"/air/mlflow", MlflowAddSlashHandler),
         (r"/air/mlflow/(.*)", MlflowProxyHandler),

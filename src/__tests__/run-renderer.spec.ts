@@ -8,7 +8,7 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { RunRenderer, createRunRendererFactory } from '../mlflow/run-renderer';
 import { IRunDisplay, RUN_MIME_TYPE } from '../mlflow/types';
-import { HOSTILE } from './helpers';
+import { HOSTILE, advance } from './helpers';
 import { T0_MS, runDisplay } from './mlflow-fixtures';
 
 function model(
@@ -20,6 +20,12 @@ function model(
 describe('RunRenderer', () => {
   let calls: [string, any][];
   let renderer: RunRenderer;
+  // what the server says of a run (GET air/api/runs/<id>), and what it was asked
+  let serverState: () => Promise<{
+    status: string;
+    end_time: number | null;
+  } | null>;
+  let asked: string[];
   const commands = {
     execute: async (id: string, args?: any) => {
       calls.push([id, args]);
@@ -36,7 +42,15 @@ describe('RunRenderer', () => {
   beforeEach(() => {
     jest.useFakeTimers({ now: T0_MS });
     calls = [];
-    renderer = new RunRenderer({ commands });
+    asked = [];
+    serverState = async () => ({ status: 'RUNNING', end_time: null });
+    renderer = new RunRenderer({
+      commands,
+      fetchRunState: id => {
+        asked.push(id);
+        return serverState();
+      }
+    });
     Widget.attach(renderer, document.body);
   });
 
@@ -207,7 +221,7 @@ describe('RunRenderer', () => {
   it('re-renders in place on updated data and stops ticking when the run ends', async () => {
     await render(runDisplay());
     const name = q('.jp-air-run-name');
-    expect(jest.getTimerCount()).toBe(1);
+    expect(jest.getTimerCount()).toBe(2); // the clock, and the check with the server
     await render(runDisplay({ status: 'FINISHED', end_time: T0_MS + 15_000 }));
     expect(q('.jp-air-run-name')).toBe(name);
     expect(text('.jp-air-run-status')).toBe('Finished');
@@ -220,13 +234,82 @@ describe('RunRenderer', () => {
 
   it('stops ticking when detached or disposed', async () => {
     await render(runDisplay());
-    expect(jest.getTimerCount()).toBe(1);
+    expect(jest.getTimerCount()).toBe(2); // the clock, and the check with the server
     Widget.detach(renderer);
     expect(jest.getTimerCount()).toBe(0);
     Widget.attach(renderer, document.body);
-    expect(jest.getTimerCount()).toBe(1);
+    expect(jest.getTimerCount()).toBe(2);
     renderer.dispose();
     expect(jest.getTimerCount()).toBe(0);
+  });
+
+  describe('a card that says RUNNING checks with the server', () => {
+    it('shows how a run ended when the kernel never said (a reopened notebook)', async () => {
+      await render(runDisplay());
+      serverState = async () => ({
+        status: 'KILLED',
+        end_time: T0_MS - 5_000
+      });
+      await advance(1999);
+      expect(asked).toEqual([]);
+      await advance(1);
+      expect(asked).toEqual([runDisplay().run_id]);
+      expect(text('.jp-air-run-status')).toBe('Killed');
+      expect(renderer.node.dataset.status).toBe('KILLED');
+      expect(text('.jp-air-run-duration')).toBe('1 min 0 s');
+      await advance(60_000);
+      expect(asked).toHaveLength(1);
+      expect(text('.jp-air-run-duration')).toBe('1 min 0 s');
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('asks every 20 s while it runs, never while off the page', async () => {
+      await render(runDisplay());
+      await advance(2000);
+      await advance(20_000);
+      expect(asked).toHaveLength(2);
+      expect(text('.jp-air-run-status')).toBe('Running');
+      Widget.detach(renderer);
+      await advance(60_000);
+      expect(asked).toHaveLength(2);
+      Widget.attach(renderer, document.body);
+      await advance(2000);
+      expect(asked).toHaveLength(3);
+    });
+
+    it('keeps asking after a failure, stops for a run the server does not know', async () => {
+      await render(runDisplay());
+      serverState = async () => {
+        throw new Error('MLflow is starting');
+      };
+      await advance(2000);
+      expect(text('.jp-air-run-status')).toBe('Running');
+      serverState = async () => null;
+      await advance(20_000);
+      expect(asked).toHaveLength(2);
+      await advance(100_000);
+      expect(asked).toHaveLength(2);
+      // the clock still ticks: the kernel may still update the card
+      expect(text('.jp-air-run-status')).toBe('Running');
+    });
+
+    it('lets the kernel win over an answer that comes after its update', async () => {
+      let answer: (state: { status: string; end_time: number }) => void = () =>
+        undefined;
+      serverState = () => new Promise(resolve => (answer = resolve));
+      await render(runDisplay());
+      await advance(2000);
+      await render(runDisplay({ status: 'FINISHED', end_time: T0_MS }));
+      answer({ status: 'FAILED', end_time: T0_MS - 5_000 });
+      await advance(0);
+      expect(text('.jp-air-run-status')).toBe('Finished');
+    });
+
+    it('never asks about a run that ended', async () => {
+      await render(runDisplay({ status: 'FINISHED', end_time: T0_MS }));
+      await advance(60_000);
+      expect(asked).toEqual([]);
+    });
   });
 
   it('survives malformed data', async () => {

@@ -2,7 +2,12 @@
  * The MLflow calls of the jupyter-air API, through `requestAPI` (base URL, token, XSRF).
  */
 import { APIError, requestAPI } from '../api';
-import { IExperimentsPayload, IMlflowStatus, IRunsPayload } from './types';
+import {
+  IExperimentsPayload,
+  IMlflowStatus,
+  IRun,
+  IRunsPayload
+} from './types';
 
 /** What `air/api/runs` is asked for: a notebook's experiment or an experiment by id. */
 export interface IRunsQuery {
@@ -41,6 +46,36 @@ export function fetchMlflowStatus(): Promise<IMlflowStatus> {
 /** `GET air/api/runs?…`: the runs of a notebook's experiment or of an experiment. */
 export function fetchRuns(query: IRunsQuery): Promise<IRunsPayload> {
   return requestAPI<IRunsPayload>(`runs?${runsQueryString(query)}`);
+}
+
+/** `GET air/api/runs/<id>`: one run (`run` is `null` while MLflow cannot answer). */
+export interface IRunPayload {
+  mlflow: IMlflowStatus;
+  run: IRun | null;
+}
+
+/**
+ * The current status of a run, for a run display: `null` when this server's MLflow has no such
+ * run (the display came from elsewhere); throws when MLflow cannot answer now.
+ */
+export async function fetchRunState(
+  runId: string
+): Promise<Pick<IRun, 'status' | 'end_time'> | null> {
+  let payload: IRunPayload;
+  try {
+    payload = await requestAPI<IRunPayload>(
+      `runs/${encodeURIComponent(runId)}`
+    );
+  } catch (error) {
+    if (error instanceof APIError && error.status === 404) {
+      return null;
+    }
+    throw error;
+  }
+  if (!payload.run) {
+    throw new Error(`MLflow is ${payload.mlflow?.state ?? 'not answering'}`);
+  }
+  return { status: payload.run.status, end_time: payload.run.end_time };
 }
 
 /** `GET air/api/experiments`. */

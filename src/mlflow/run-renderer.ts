@@ -9,7 +9,10 @@
  * Each link is a real `<a href>` (the UI URL + fragment) so middle-click and "open in new tab"
  * work; a plain click runs `jupyter-air:open-mlflow` instead, which shows it inside JupyterLab.
  * The kernel updates the display in place when the run's status changes: `renderModel` is called
- * again on the same widget and updates the card.
+ * again on the same widget and updates the card. A card that says RUNNING also asks the server
+ * now and then (while it is on the page) whether the run still runs: a notebook saved while a run
+ * ran and reopened later, or a run ended by another process, shows how the run really ended
+ * instead of a clock that never stops.
  *
  * Everything comes from kernel output (possibly an untrusted notebook): text goes through
  * `textContent`, hrefs only take http(s) URLs or paths and `#` fragments (see links.ts).
@@ -20,6 +23,7 @@ import { Widget } from '@lumino/widgets';
 
 import { CommandIDs, ICommandRunner } from '../commands';
 import { Ticker } from '../common/ticker';
+import { ITimers, windowTimers } from '../common/timers';
 import {
   button,
   h,
@@ -36,8 +40,14 @@ import {
   statusClass,
   statusLabel
 } from './format';
+import { fetchRunState } from './api';
 import { safeFragment, safeUiUrl, uiLink } from './links';
 import { IRunDisplay, RUN_MIME_TYPE, asRunDisplay } from './types';
+
+/** First check of a RUNNING card's run with the server (ms after it shows). */
+export const RUN_CHECK_FIRST_MS = 2000;
+/** Then every… (ms; the kernel updates live runs itself, this is for stale cards). */
+export const RUN_CHECK_EVERY_MS = 20000;
 
 /** What a link of the card opens. */
 type LinkKind = 'run' | 'system_metrics' | 'experiment';
@@ -50,6 +60,8 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     this._commands = options.commands;
     this._mimeType = options.mimeType ?? RUN_MIME_TYPE;
     this._now = options.now ?? (() => Date.now());
+    this._fetchRunState = options.fetchRunState ?? fetchRunState;
+    this._timers = options.timers ?? windowTimers;
 
     const header = h('div', 'jp-air-run-header');
     this._name = h('span', 'jp-air-run-name');
@@ -129,6 +141,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     this._run = run;
     this._render(run);
     this._updateTicker();
+    this._updateCheck(RUN_CHECK_FIRST_MS);
     return Promise.resolve();
   }
 
@@ -137,6 +150,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     this._ticker.stop();
+    this._stopCheck();
     super.dispose();
   }
 
@@ -144,11 +158,81 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     super.onAfterAttach(msg);
     this._renderDuration();
     this._updateTicker();
+    this._updateCheck(RUN_CHECK_FIRST_MS);
   }
 
   protected onBeforeDetach(msg: Message): void {
     this._ticker.stop();
+    this._stopCheck();
     super.onBeforeDetach(msg);
+  }
+
+  /** Whether the card shows a run as RUNNING (and so should check it is). */
+  private get _showsRunning(): boolean {
+    const run = this._run;
+    return (
+      this.isAttached &&
+      run !== null &&
+      !!run.run_id &&
+      run.status === 'RUNNING' &&
+      run.end_time === null &&
+      !this._checkGaveUp
+    );
+  }
+
+  /** Check the run with the server in `delayMs` while the card shows it RUNNING. */
+  private _updateCheck(delayMs: number): void {
+    if (!this._showsRunning) {
+      this._stopCheck();
+      return;
+    }
+    if (this._checkTimer === null && !this._checking) {
+      this._checkTimer = this._timers.setTimeout(() => {
+        this._checkTimer = null;
+        void this._check();
+      }, delayMs);
+    }
+  }
+
+  private _stopCheck(): void {
+    if (this._checkTimer !== null) {
+      this._timers.clearTimeout(this._checkTimer);
+      this._checkTimer = null;
+    }
+  }
+
+  private async _check(): Promise<void> {
+    const asked = this._run;
+    if (!asked || !this._showsRunning) {
+      return;
+    }
+    this._checking = true;
+    try {
+      const state = await this._fetchRunState(asked.run_id);
+      if (state === null) {
+        // not a run of this server's MLflow: nothing to compare with
+        this._checkGaveUp = true;
+      } else if (
+        this._run === asked &&
+        !this.isDisposed &&
+        state.status !== 'RUNNING'
+      ) {
+        this._run = {
+          ...asked,
+          status: String(state.status).toUpperCase(),
+          end_time: state.end_time ?? this._now()
+        };
+        this._render(this._run);
+        this._updateTicker();
+      }
+    } catch {
+      // MLflow starting or unreachable: ask again later
+    } finally {
+      this._checking = false;
+    }
+    if (!this.isDisposed) {
+      this._updateCheck(RUN_CHECK_EVERY_MS);
+    }
   }
 
   private _makeLink(
@@ -316,6 +400,11 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private readonly _noUi: HTMLSpanElement;
   private _run: IRunDisplay | null = null;
   private readonly _ticker = new Ticker(() => this._renderDuration());
+  private readonly _fetchRunState: RunRenderer.FetchRunState;
+  private readonly _timers: ITimers;
+  private _checkTimer: unknown = null;
+  private _checking = false;
+  private _checkGaveUp = false;
 }
 
 /** The first 8 characters of an MLflow id (32 hex digits): enough to tell runs apart. */
@@ -331,7 +420,16 @@ export namespace RunRenderer {
     mimeType?: string;
     /** Milliseconds clock; defaults to `Date.now`. */
     now?: () => number;
+    /** Asks the server for a run's status (default `GET air/api/runs/<id>`). */
+    fetchRunState?: FetchRunState;
+    /** Timers (injectable for tests). */
+    timers?: ITimers;
   }
+
+  /** A run's current status and end; `null` when the server does not know the run. */
+  export type FetchRunState = (
+    runId: string
+  ) => Promise<{ status: string; end_time: number | null } | null>;
 }
 
 /** The rendermime factory of run displays (rank 10: before `text/html`). */

@@ -10,6 +10,9 @@ import {
   test as pwTest
 } from '@playwright/test';
 
+import { execFile } from 'child_process';
+import { promisify } from 'util';
+
 import {
   HOSTILE,
   execute,
@@ -19,6 +22,7 @@ import {
   requestPaths,
   runFromPalette
 } from './helpers';
+import { mlflowReady } from './workloads-helpers';
 
 /** Starting takes 15–55 s (docs/mlflow.md); leave room on a busy machine. */
 const READY_TIMEOUT = 150_000;
@@ -127,6 +131,41 @@ test.describe('MLflow on the real server', () => {
         .getByText(HOSTILE, { exact: true })
         .first()
     ).toBeVisible({ timeout: 60_000 });
+  });
+
+  test('a card left at RUNNING shows how the run ended (asked of the server)', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    test.setTimeout(READY_TIMEOUT + 120_000);
+    await waitUntilReady(request, `${baseURL}/`);
+    await openNewNotebook(page, `${tmpPath}/left-running.ipynb`, [
+      'import mlflow\nrun = mlflow.start_run(run_name="left-running")'
+    ]);
+    await page.notebook.runCell(0, true);
+    const display = page.locator('.jp-air-run');
+    await expect(display.locator('.jp-air-run-status')).toHaveText(/running/i, {
+      timeout: 60_000
+    });
+    const href = await display
+      .locator('.jp-air-run-link-run')
+      .getAttribute('href');
+    const runId = href!.match(/runs\/([0-9a-f]{32})/)![1];
+    // ended by another process while no cell runs: the kernel has nothing to tell the card
+    const tracking = await mlflowReady(request, baseURL!);
+    await promisify(execFile)(process.env.AIR_PYTHON || 'python', [
+      '-c',
+      'import sys; from mlflow import MlflowClient; ' +
+        'MlflowClient(sys.argv[1]).set_terminated(sys.argv[2], "KILLED")',
+      tracking,
+      runId
+    ]);
+    await expect(display.locator('.jp-air-run-status')).toHaveText(/killed/i, {
+      timeout: 30_000
+    });
+    await expect(display).toHaveAttribute('data-status', 'KILLED');
   });
 });
 
