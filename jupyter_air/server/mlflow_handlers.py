@@ -54,6 +54,15 @@ class _RunsBase(ExtensionHandlerMixin, APIHandler):
             return self._unreachable(service, ConnectionError("no answer to /health"))
         return None
 
+    async def _finished_while_not_ready(self, service: MlflowService, answer: dict) -> bool:
+        """When MLflow cannot be queried now, answer with what is known and say so."""
+        not_ready = await self._not_ready(service)
+        if not_ready is None:
+            return False
+        answer["mlflow"] = not_ready
+        self.finish(json.dumps(answer))
+        return True
+
     def _unreachable(self, service: MlflowService, error: Exception) -> dict[str, Any]:
         status = service.status()
         status["state"] = "failed"
@@ -96,10 +105,7 @@ class RunsHandler(_RunsBase):
             "runs": [],
             "truncated": False,
         }
-        not_ready = await self._not_ready(service)
-        if not_ready is not None:
-            answer["mlflow"] = not_ready
-            self.finish(json.dumps(answer))
+        if await self._finished_while_not_ready(service, answer):
             return
         try:
             if experiment_id:
@@ -143,10 +149,7 @@ class RunHandler(_RunsBase):
 
         service = _service(self)
         answer: dict[str, Any] = {"mlflow": service.status(), "run": None}
-        not_ready = await self._not_ready(service)
-        if not_ready is not None:
-            answer["mlflow"] = not_ready
-            self.finish(json.dumps(answer))
+        if await self._finished_while_not_ready(service, answer):
             return
         try:
             run = await service.run_blocking(service.client.get_run, run_id)
