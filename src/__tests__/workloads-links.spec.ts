@@ -20,7 +20,7 @@ import {
   runsPayload
 } from './mlflow-fixtures';
 
-describe('run display: Workload button', () => {
+describe('run display: Workload and Logs buttons', () => {
   let calls: [string, any][];
   let renderer: RunRenderer;
 
@@ -50,6 +50,8 @@ describe('run display: Workload button', () => {
     renderer.node.querySelector<HTMLButtonElement>(
       '.jp-air-run-open-workload'
     )!;
+  const logs = () =>
+    renderer.node.querySelector<HTMLButtonElement>('.jp-air-run-open-logs')!;
 
   it('is there for an attempt of a workload and opens its job run', async () => {
     await render({ ...runDisplay(), job_id: '3f2a9c1b0d4e', attempt: 2 });
@@ -59,13 +61,23 @@ describe('run display: Workload button', () => {
     );
     workload().click();
     expect(calls).toEqual([[CommandIDs.openWorkloads, { id: '3f2a9c1b0d4e' }]]);
+    // the logs of this very attempt
+    expect(logs().hidden).toBe(false);
+    expect(logs().title).toBe('The logs of attempt 2 of job run 3f2a9c1b0d4e');
+    logs().click();
+    expect(calls[1]).toEqual([
+      CommandIDs.openLogs,
+      { id: '3f2a9c1b0d4e', attempt: 2 }
+    ]);
   });
 
   it('is not there without a job id (older payloads too)', async () => {
     await render({ ...runDisplay() });
     expect(workload().hidden).toBe(true);
+    expect(logs().hidden).toBe(true);
     await render({ ...runDisplay(), job_id: null, attempt: 'x' });
     expect(workload().hidden).toBe(true);
+    expect(logs().hidden).toBe(true);
     expect(asRunDisplay({ job_id: 5, attempt: 'x' })).toMatchObject({
       job_id: '5',
       attempt: null

@@ -4,7 +4,7 @@
  * A compact card: run name, status badge with duration (ticking while RUNNING), experiment,
  * "nested in …" / "resumed" markers, and links to the run, its system metrics and the experiment
  * in the MLflow tab, plus a button that opens the Experiment panel on the run (and, for an attempt
- * of a workload, one that opens its job run in the Workloads panel).
+ * of a workload, ones that open its job run in the Workloads panel and the attempt's logs).
  *
  * Each link is a real `<a href>` (the UI URL + fragment) so middle-click and "open in new tab"
  * work; a plain click runs `jupyter-air:open-mlflow` instead, which shows it inside JupyterLab.
@@ -116,6 +116,13 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       'Show the job run of this attempt in the Workloads panel'
     );
     this._workloadButton.hidden = true;
+    this._logsButton = button(
+      'jp-air-run-open-logs jp-air-run-button',
+      'Logs',
+      () => this._openLogs(),
+      "This attempt's logs"
+    );
+    this._logsButton.hidden = true;
     this._noUi = h('span', 'jp-air-run-no-ui');
     this._noUi.hidden = true;
     links.append(
@@ -124,7 +131,8 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       this._links.system_metrics,
       this._links.experiment,
       this._panelButton,
-      this._workloadButton
+      this._workloadButton,
+      this._logsButton
     );
 
     this.node.append(header, meta, links);
@@ -296,6 +304,19 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       );
   }
 
+  private _openLogs(): void {
+    const id = this._run?.job_id;
+    if (!id) {
+      return;
+    }
+    const attempt = this._run?.attempt;
+    this._commands
+      .execute(CommandIDs.openLogs, attempt ? { id, attempt } : { id })
+      .catch(reason =>
+        console.warn('jupyter-air: cannot open the logs', reason)
+      );
+  }
+
   private _render(run: IRunDisplay): void {
     this.node.dataset.status = run.status;
     this.node.dataset.runId = run.run_id;
@@ -343,6 +364,14 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     setHidden(this._panelButton, !run.run_id && !run.experiment_id);
     const jobId = run.job_id ?? null;
     setHidden(this._workloadButton, !jobId);
+    setHidden(this._logsButton, !jobId);
+    setAttr(
+      this._logsButton,
+      'title',
+      jobId
+        ? `The logs of ${run.attempt ? `attempt ${run.attempt} of ` : ''}job run ${jobId}`
+        : ''
+    );
     setAttr(
       this._workloadButton,
       'title',
@@ -397,6 +426,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private readonly _links: Record<LinkKind, HTMLAnchorElement>;
   private readonly _panelButton: HTMLButtonElement;
   private readonly _workloadButton: HTMLButtonElement;
+  private readonly _logsButton: HTMLButtonElement;
   private readonly _noUi: HTMLSpanElement;
   private _run: IRunDisplay | null = null;
   private readonly _ticker = new Ticker(() => this._renderDuration());

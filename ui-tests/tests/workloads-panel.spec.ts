@@ -2,12 +2,14 @@
  * The Workloads panel in a real JupyterLab against real job runs (submitted with `air run`, run by
  * their supervisor on two CPU "nodes", with MLflow runs in the server's embedded MLflow): the
  * list goes live to SUCCEEDED, the job page shows attempts, links and YAML, the Experiment panel
- * leads back to the job run, `?air-workload=<id>` opens it, and Cancel (confirmed) stops one.
+ * leads back to the job run, `?air-workload=<id>` opens it, Cancel (confirmed) stops one, and the
+ * run card of a `%%air_run` cell opens its job run and its logs.
  */
 import { expect, test } from '@jupyterlab/galata';
 
-import { failOnDialog, runFromPalette } from './helpers';
+import { failOnDialog, openNewNotebook, runFromPalette } from './helpers';
 import {
+  mlflowReady,
   stepsScript,
   submitWorkload,
   waitForStatus
@@ -131,4 +133,48 @@ test('?air-workload=<id> opens the job run; Cancel (confirmed) stops it', async 
   );
   await expect(cancel).toBeDisabled();
   await waitForStatus(request, baseURL!, job.id, /CANCELLED/, 5_000);
+});
+
+test('%%air_run in a notebook: the attempt card opens its job run and its logs', async ({
+  page,
+  request,
+  baseURL,
+  tmpPath
+}) => {
+  failOnDialog(page);
+  await mlflowReady(request, baseURL!);
+  await openNewNotebook(page, `${tmpPath}/air-run.ipynb`, [
+    [
+      '%%air_run --gpus 2 --experiment ui-air-run --run-name from-a-cell',
+      'import os',
+      "print(f\"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']} says hello\", flush=True)"
+    ].join('\n')
+  ]);
+  await page.notebook.runCell(0, true);
+  // the logs streamed into the cell, and the attempt's run card
+  const output = page.locator('.jp-OutputArea-output');
+  await expect(output.getByText('rank 1 of 2 says hello')).toBeVisible({
+    timeout: 60_000
+  });
+  const card = page.locator('.jp-air-run');
+  await expect(card.locator('.jp-air-run-name')).toHaveText('from-a-cell');
+  await expect(card.locator('.jp-air-run-status')).toHaveText(/finished/i, {
+    timeout: 30_000
+  });
+
+  await card.locator('.jp-air-run-open-workload').click();
+  const jobPage = page.locator(`${PANEL} .jp-air-wl-page`);
+  await expect(jobPage.locator('.jp-air-wl-page-name')).toHaveText(
+    'from-a-cell'
+  );
+  await expect(jobPage.locator('.jp-air-wl-page-status')).toHaveText(
+    'Succeeded'
+  );
+  const jobId = await jobPage.getAttribute('data-job-id');
+
+  await card.locator('.jp-air-run-open-logs').click();
+  const logs = page.locator(`.jp-air-logs[data-job-id="${jobId}"]`);
+  await expect(logs).toBeVisible();
+  await expect(logs.getByText('rank 0 of 2 says hello')).toBeVisible();
+  await expect(logs.getByText('rank 1 of 2 says hello')).toBeVisible();
 });
