@@ -3,9 +3,10 @@
 #   make test   run every test suite: lint, jest, Galata in Chromium, then pytest
 .PHONY: lab test setup bench bench-browser screenshot clean
 
+# as root (a container), JupyterLab refuses to start without --allow-root
 lab:
 	@bash scripts/setup.sh
-	@JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab $(ARGS)
+	@JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(ARGS)
 
 test:
 	@bash scripts/test.sh
