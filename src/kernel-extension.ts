@@ -7,6 +7,10 @@
  * notebook gets its kernel connection (so the request is queued before any cell the user runs,
  * "Run All" on open included), and again when the kernel is idle after a restart. A kernel that
  * cannot import jupyter_air (another environment) is left as it was.
+ *
+ * It also tells the kernel the notebook's path (`JUPYTER_AIR_NOTEBOOK_PATH`), with the load and
+ * again whenever the notebook is renamed or moved: Jupyter gives a kernel its notebook's path only
+ * when it starts, and runs are named and tagged after the notebook they come from.
  */
 import type { ISessionContext } from '@jupyterlab/apputils';
 import type { Kernel } from '@jupyterlab/services';
@@ -19,6 +23,29 @@ export const LOAD_CODE = [
   'except Exception:',
   '    pass'
 ].join('\n');
+
+/** The variable that tells the kernel its notebook's path (relative to the server root). */
+export const NOTEBOOK_PATH_VARIABLE = 'JUPYTER_AIR_NOTEBOOK_PATH';
+
+/**
+ * What the kernel runs to learn its notebook's path: never raises, prints nothing. The path is
+ * a JSON string, which is also a valid Python string literal (no code can be injected by a name).
+ */
+export function pathCode(path: string): string {
+  return [
+    'try:',
+    '    import os as _jupyter_air_os',
+    `    _jupyter_air_os.environ["${NOTEBOOK_PATH_VARIABLE}"] = ${JSON.stringify(path)}`,
+    '    del _jupyter_air_os',
+    'except Exception:',
+    '    pass'
+  ].join('\n');
+}
+
+/** The load, and the notebook's path when it has one. */
+export function loadCode(path?: string | null): string {
+  return path ? `${LOAD_CODE}\n${pathCode(path)}` : LOAD_CODE;
+}
 
 /** Kernel states after which the extension must be loaded again. */
 const RESET_STATES = new Set<Kernel.Status>([
@@ -48,21 +75,31 @@ export class KernelExtensionLoader {
       if (RESET_STATES.has(status)) {
         if (kernel) {
           this._loaded.delete(kernel.id);
+          this._python.delete(kernel.id);
         }
         return;
       }
       if (status === 'idle' && kernel) {
-        void this._load(kernel);
+        void this._load(kernel, context.path);
       }
     };
     const onKernel = () => {
       const kernel = context.session?.kernel;
       if (kernel) {
-        void this._load(kernel);
+        void this._load(kernel, context.path);
+      }
+    };
+    const onProperty = (_: ISessionContext, property: string) => {
+      const kernel = context.session?.kernel;
+      if (property === 'path' && kernel && this._python.has(kernel.id)) {
+        this._run(kernel, pathCode(context.path)).catch(reason =>
+          console.debug('jupyter-air: kernel not told of the rename', reason)
+        );
       }
     };
     context.statusChanged.connect(onStatus);
     context.kernelChanged.connect(onKernel);
+    context.propertyChanged?.connect(onProperty);
     let disposed = false;
     return {
       get isDisposed() {
@@ -73,6 +110,7 @@ export class KernelExtensionLoader {
           disposed = true;
           context.statusChanged.disconnect(onStatus);
           context.kernelChanged.disconnect(onKernel);
+          context.propertyChanged?.disconnect(onProperty);
         }
       }
     };
@@ -83,7 +121,10 @@ export class KernelExtensionLoader {
     return this._loaded;
   }
 
-  private async _load(kernel: Kernel.IKernelConnection): Promise<void> {
+  private async _load(
+    kernel: Kernel.IKernelConnection,
+    path?: string
+  ): Promise<void> {
     if (this._loaded.has(kernel.id) || !this._enabled()) {
       return;
     }
@@ -96,22 +137,34 @@ export class KernelExtensionLoader {
       if (!python) {
         return;
       }
-      await kernel.requestExecute(
-        {
-          code: LOAD_CODE,
-          silent: true,
-          store_history: false,
-          allow_stdin: false,
-          stop_on_error: false
-        },
-        true
-      ).done;
+      this._python.add(kernel.id);
+      await this._run(kernel, loadCode(path));
     } catch (reason) {
       // a kernel that went away meanwhile: the next start tries again
       this._loaded.delete(kernel.id);
+      this._python.delete(kernel.id);
       console.debug('jupyter-air: kernel extension not loaded', reason);
     }
   }
 
+  /** Run code silently (no output, no history, no execution count). */
+  private async _run(
+    kernel: Kernel.IKernelConnection,
+    code: string
+  ): Promise<void> {
+    await kernel.requestExecute(
+      {
+        code,
+        silent: true,
+        store_history: false,
+        allow_stdin: false,
+        stop_on_error: false
+      },
+      true
+    ).done;
+  }
+
   private readonly _loaded = new Set<string>();
+  /** Python kernels the extension was loaded into: they are told of renames. */
+  private readonly _python = new Set<string>();
 }

@@ -52,6 +52,20 @@ def test_default_is_the_notebooks_experiment(server, notebook):
     assert resolve_experiment().experiment_id == experiment.experiment_id
 
 
+def test_a_renamed_notebook_uses_its_new_name(server, notebook, monkeypatch):
+    """JupyterLab tells the kernel the new path (JUPYTER_AIR_NOTEBOOK_PATH); JPY_SESSION_NAME
+    still names the path the kernel started with."""
+    from jupyter_air.tracking.context import notebook_path
+
+    user = os.environ["JUPYTERHUB_USER"]
+    monkeypatch.setenv("JUPYTER_AIR_NOTEBOOK_PATH", "exp/renamed.ipynb")
+    assert notebook_path() == "exp/renamed.ipynb"
+    assert resolve_experiment().name == f"/Users/{user}/exp/renamed"
+    # only notebooks count
+    monkeypatch.setenv("JUPYTER_AIR_NOTEBOOK_PATH", "console-1")
+    assert notebook_path() == "exp/train.ipynb"
+
+
 def test_environment_name_wins_over_the_notebook(server, notebook, monkeypatch):
     name = unique("env-exp")
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", name)

@@ -21,6 +21,8 @@ ENV_BASE_URL = "JUPYTER_AIR_BASE_URL"
 ENV_SERVER_URL = "JUPYTER_AIR_SERVER_URL"
 ENV_ROOT_DIR = "JUPYTER_AIR_ROOT_DIR"
 ENV_SESSION_NAME = "JPY_SESSION_NAME"
+# set in the kernel by the JupyterLab extension at load and on every rename (kernel-extension.ts)
+ENV_NOTEBOOK_PATH = "JUPYTER_AIR_NOTEBOOK_PATH"
 
 _CONNECTION_FILE = re.compile(r"kernel-(?P<id>[^/\\]+)\.json$")
 
@@ -59,9 +61,14 @@ def kernel_context(environ: Mapping[str, str] | None = None) -> KernelContext:
 def notebook_path(environ: Mapping[str, str] | None = None) -> str | None:
     """The notebook of this kernel, relative to the server's root folder.
 
-    Jupyter sets ``JPY_SESSION_NAME`` to the session's path: the notebook's absolute OS path
-    (jupyter-server ≥ 2.11), or for consoles a name that is no file. Only notebooks count."""
+    JupyterLab (with jupyter-air) tells the kernel its notebook's current path in
+    ``JUPYTER_AIR_NOTEBOOK_PATH``, also after a rename. Otherwise Jupyter's ``JPY_SESSION_NAME``,
+    set when the kernel started: the notebook's absolute OS path (jupyter-server ≥ 2.11), or for
+    consoles a name that is no file. Only notebooks count."""
     env = os.environ if environ is None else environ
+    told = env.get(ENV_NOTEBOOK_PATH)
+    if told and told.endswith(".ipynb"):
+        return told.lstrip("/")  # an API path: '/'-separated, relative to the root
     session = env.get(ENV_SESSION_NAME)
     if not session:
         return None

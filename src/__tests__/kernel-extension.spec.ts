@@ -1,6 +1,10 @@
 import { Signal } from '@lumino/signaling';
 
-import { KernelExtensionLoader, LOAD_CODE } from '../kernel-extension';
+import {
+  KernelExtensionLoader,
+  LOAD_CODE,
+  pathCode
+} from '../kernel-extension';
 
 /** A kernel that records what it was asked to run. */
 class FakeKernel {
@@ -147,6 +151,60 @@ describe('KernelExtensionLoader', () => {
     const kernel = new FakeKernel('k1');
     context.setKernel(kernel);
     context.status('idle');
+    await flush();
+    expect(kernel.executed).toHaveLength(0);
+  });
+});
+
+describe('the notebook path the kernel knows', () => {
+  /** A notebook's session context: a path, and its renames. */
+  class FakeNotebookContext extends FakeContext {
+    path = 'exp/train.ipynb';
+    propertyChanged = new Signal<any, string>(this);
+    rename(path: string) {
+      this.path = path;
+      this.propertyChanged.emit('path');
+    }
+  }
+
+  it('comes with the load, and again after each rename', async () => {
+    const loader = new KernelExtensionLoader(
+      () => true,
+      () => true
+    );
+    const context = new FakeNotebookContext();
+    loader.watch(context as any);
+    const kernel = new FakeKernel('k1');
+    context.setKernel(kernel);
+    await flush();
+    expect(kernel.executed[0].code).toBe(
+      `${LOAD_CODE}\n${pathCode('exp/train.ipynb')}`
+    );
+    context.rename('exp/renamed "q".ipynb');
+    await flush();
+    expect(kernel.executed).toHaveLength(2);
+    expect(kernel.executed[1]).toMatchObject({
+      code: pathCode('exp/renamed "q".ipynb'),
+      silent: true,
+      store_history: false
+    });
+    // a JSON string is a Python string literal: quotes stay inside it
+    expect(pathCode('a"; import os; os.system("x") #.ipynb')).toContain(
+      '= "a\\"; import os; os.system(\\"x\\") #.ipynb"'
+    );
+  });
+
+  it('is not sent to kernels of other languages, nor before a load', async () => {
+    const loader = new KernelExtensionLoader(
+      () => true,
+      () => false
+    );
+    const context = new FakeNotebookContext();
+    loader.watch(context as any);
+    const kernel = new FakeKernel('k1', 'r');
+    context.setKernel(kernel);
+    await flush();
+    context.rename('other.ipynb');
     await flush();
     expect(kernel.executed).toHaveLength(0);
   });

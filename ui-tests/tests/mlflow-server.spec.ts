@@ -167,6 +167,43 @@ test.describe('MLflow on the real server', () => {
     });
     await expect(display).toHaveAttribute('data-status', 'KILLED');
   });
+
+  test('a renamed notebook records its runs under its new name', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    test.setTimeout(READY_TIMEOUT + 120_000);
+    await waitUntilReady(request, `${baseURL}/`);
+    await openNewNotebook(page, `${tmpPath}/before.ipynb`, [
+      'import mlflow\nwith mlflow.start_run(run_name="after-rename"):\n    pass'
+    ]);
+    // the kernel runs (and learned its notebook's path) before the rename
+    await page.notebook.runCell(0, true);
+    await expect(page.locator('.jp-air-run-experiment-name')).toHaveText(
+      /\/before$/,
+      { timeout: 60_000 }
+    );
+    await page.evaluate(
+      async ({ from, to }) => {
+        await (window as any).jupyterapp.serviceManager.contents.rename(
+          from,
+          to
+        );
+      },
+      { from: `${tmpPath}/before.ipynb`, to: `${tmpPath}/after.ipynb` }
+    );
+    await expect(
+      page.locator('.jp-mod-current .lm-TabBar-tabLabel')
+    ).toHaveText('after.ipynb');
+    // same kernel, new name: its next run goes to the renamed notebook's experiment
+    await page.notebook.runCell(0, true);
+    await expect(page.locator('.jp-air-run-experiment-name')).toHaveText(
+      new RegExp(`/${tmpPath}/after$`),
+      { timeout: 60_000 }
+    );
+  });
 });
 
 // JupyterHub-style prefix (plain Playwright: Galata's fixtures assume no prefix)
