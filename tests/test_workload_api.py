@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
@@ -314,3 +315,16 @@ async def test_logs_the_server_may_not_read_are_a_403_that_says_so(
         assert message.startswith("You don't have access to these logs: the user this Jupyter")
     # the job run itself stays readable
     assert body(await jp_fetch("air", "api", "workloads", job_id))["id"] == job_id
+
+
+def test_air_in_a_plain_shell_finds_the_servers_data_folder(jp_serverapp, air_config, monkeypatch):
+    """A configured `JupyterAir.data_dir` reaches `air` run from a shell (no JUPYTER_AIR_DATA_DIR):
+    the server records it in Jupyter's runtime folder while it runs."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_AIR_DATA_DIR"}
+    env["JUPYTER_RUNTIME_DIR"] = jp_serverapp.runtime_dir
+    probe = "from jupyter_air.workloads.paths import data_dir; print(data_dir())"
+    found = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert found.stdout.strip() == air_config["data_dir"], found.stderr

@@ -142,3 +142,34 @@ def test_concurrent_writer_processes(tmp_path):
         jobs = store.list_jobs(experiment=f"exp{n}", limit=1000)
         assert len(jobs) == each
         assert all(j.attempts[0].status == "SUCCEEDED" for j in jobs)
+
+
+def test_the_data_folder_of_the_running_servers(tmp_path, monkeypatch):
+    """Records of live servers count, dead ones not; servers that disagree leave the default."""
+    import json
+    import os
+
+    from jupyter_air.workloads.paths import data_dir, record_server, served_data_dir
+
+    runtime = tmp_path / "runtime"
+    monkeypatch.delenv("JUPYTER_AIR_DATA_DIR", raising=False)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jdata"))
+    assert served_data_dir() is None
+    assert data_dir() == tmp_path / "jdata" / "air"
+
+    record = record_server(runtime, tmp_path / "custom")
+    assert record.name == f"jupyter-air-{os.getpid()}.json"
+    assert data_dir() == tmp_path / "custom"
+    assert data_dir(tmp_path / "explicit") == tmp_path / "explicit"
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "env"))
+    assert data_dir() == tmp_path / "env"
+    monkeypatch.delenv("JUPYTER_AIR_DATA_DIR")
+
+    # a server that died without removing its record does not count
+    (runtime / "jupyter-air-999999999.json").write_text(json.dumps({"data_dir": "/elsewhere"}))
+    assert data_dir() == tmp_path / "custom"
+    # two live servers with different folders: ambiguous, the default
+    (runtime / f"jupyter-air-{os.getppid()}.json").write_text(json.dumps({"data_dir": "/other"}))
+    assert served_data_dir(runtime) is None
+    assert data_dir() == tmp_path / "jdata" / "air"

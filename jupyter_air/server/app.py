@@ -17,6 +17,7 @@ from tornado.ioloop import IOLoop
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
 from ..telemetry.backends import BACKEND_CHOICES
+from ..workloads.paths import record_server
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
 from .kernel_owners import kernel_owners
@@ -158,6 +159,12 @@ class JupyterAir(ExtensionApp):
             retention_days=self.log_retention_days,
         )
         IOLoop.current().add_callback(self.workloads.start_purging)
+        # so that `air` in a plain shell finds this data folder
+        self._server_record: Path | None = None
+        try:
+            self._server_record = record_server(serverapp.runtime_dir, data_dir)
+        except OSError as error:
+            self.log.warning("jupyter-air: cannot record the data folder for `air`: %s", error)
         self.settings["jupyter_air"] = {
             "gpu": self.gpu,
             "mlflow": self.mlflow,
@@ -170,6 +177,9 @@ class JupyterAir(ExtensionApp):
         self.handlers.extend(workload_handlers())
 
     async def stop_extension(self) -> None:
+        record = getattr(self, "_server_record", None)
+        if record is not None:
+            record.unlink(missing_ok=True)
         await self.workloads.stop()
         await self.gpu.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.mlflow.stop)
