@@ -2,6 +2,7 @@ import { APIError } from '../api';
 import { workloadsQueryString } from '../workloads/api';
 import {
   attemptReason,
+  attemptsText,
   computeText,
   jobStatusClass
 } from '../workloads/format';
@@ -54,6 +55,11 @@ describe('workloads API and text', () => {
       attemptReason(attempt(1, { exit_code: null, signal: 'SIGKILL' }))
     ).toBe('killed by SIGKILL');
     expect(attemptReason(attempt(1, { timed_out: true }))).toBe('timed out');
+    expect(attemptsText(2)).toBe('2 attempts');
+    expect(attemptsText(1, true)).toBe('1 attempt');
+    // a job that runs but whose first attempt is not recorded yet
+    expect(attemptsText(0, true)).toBe('first attempt starting');
+    expect(attemptsText(0)).toBe('0 attempts');
   });
 
   it('reads the job run of the page URL', () => {

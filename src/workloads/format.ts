@@ -118,7 +118,10 @@ export function formatTimeFull(seconds: unknown): string {
 }
 
 /** `1 attempt`, `3 attempts`. */
-export function attemptsText(count: number): string {
+export function attemptsText(count: number, active = false): string {
+  if (count === 0 && active) {
+    return 'first attempt starting'; // between RUNNING and the attempt's MLflow run
+  }
   return `${count} attempt${count === 1 ? '' : 's'}`;
 }
 

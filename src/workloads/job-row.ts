@@ -89,7 +89,13 @@ export class JobRow {
     );
     setText(this._compute, computeText(job.compute));
     const attempts = Array.isArray(job.attempts) ? job.attempts.length : 0;
-    setText(this._attempts, attemptsText(attempts));
+    setText(
+      this._attempts,
+      attemptsText(
+        attempts,
+        job.status === 'PENDING' || job.status === 'RUNNING'
+      )
+    );
     setAttr(
       this._attempts,
       'title',
