@@ -41,19 +41,6 @@ def gpu_count() -> int:
         return 0
 
 
-def start_mlflow(folder: Path):
-    from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow
-
-    server = EmbeddedMlflow(folder / "mlflow", start_timeout_s=150)
-    server.start()
-    deadline = time.monotonic() + 150
-    while server.state != READY:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"MLflow did not start: {server.status()}")
-        time.sleep(0.2)
-    return server
-
-
 def check_distributed(gpus: int, tracking_uri: str) -> None:
     from jupyter_air import distributed
     from mlflow import MlflowClient
@@ -176,6 +163,8 @@ def main() -> int:
     print(f"GPUs visible to torch: {gpus}" + ("" if gpus else " (checking the CPU path only)"))
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
+        from launch import start_mlflow  # bench/launch.py, next to this script
+
         print("starting an MLflow tracking server…", flush=True)
         server = start_mlflow(folder)
         os.environ["MLFLOW_TRACKING_URI"] = server.url

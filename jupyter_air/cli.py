@@ -532,7 +532,9 @@ def _no_log_access(store: JobStore, job: JobRun, error: PermissionError) -> CliE
     """A log file or folder this user may not read, or a download folder it may not write."""
     import getpass
 
-    folder = store.path.parent / "jobs" / job.id
+    from .workloads.paths import job_dir
+
+    folder = job_dir(store.data_dir, job.id)
     where = Path(error.filename) if error.filename else None
     if where is not None and folder not in (where, *where.parents):
         return CliError(f"cannot write {where}: permission denied", EXIT_USAGE)

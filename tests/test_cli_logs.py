@@ -22,6 +22,7 @@ from workloads_support import (
 
 from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
+from jupyter_air.workloads.paths import job_dir
 from jupyter_air.workloads.spec import load_spec
 from jupyter_air.workloads.store import JobStore
 
@@ -209,14 +210,14 @@ def test_logs_this_user_may_not_read_say_so_and_how_to_ask(env, monkeypatch, cap
     write(env.tmp, "chatty.py", CHATTY)
     job_id = start(env, f"{PY} chatty.py")
     wait_for(env.store, job_id)
-    folder = (env.store.path.parent / "jobs" / job_id).resolve()
+    folder = job_dir(env.store.data_dir, job_id).resolve()
     deny_reading(monkeypatch, folder)
     for argv in (["logs", job_id], ["logs", job_id, "--download-to", str(env.tmp / "d")]):
         assert main(argv) == EXIT_FORBIDDEN
         err = capsys.readouterr().err
         assert err.startswith("air: You don't have access to these logs:")
         assert f"ask its owner ({env.store.get_job(job_id).user})" in err
-        assert f"read access to {env.store.path.parent / 'jobs' / job_id}" in err
+        assert f"read access to {job_dir(env.store.data_dir, job_id)}" in err
     # a download folder this user may not write is not about the logs
     deny_reading(monkeypatch, (env.tmp / "locked").resolve())
     assert main(["logs", job_id, "--download-to", str(env.tmp / "locked")]) == 2

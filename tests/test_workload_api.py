@@ -16,6 +16,7 @@ from workloads_support import PY, deny_reading, wait_for
 
 from jupyter_air.workloads import load_spec, submit
 from jupyter_air.workloads.connection import Connection
+from jupyter_air.workloads.paths import job_dir
 from jupyter_air.workloads.store import JobStore
 
 TWO_NODES = f"""
@@ -306,7 +307,7 @@ async def test_logs_the_server_may_not_read_are_a_403_that_says_so(
 ):
     job_id = start(store, TWO_NODES, mlflow_server)
     await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
-    deny_reading(monkeypatch, (store.path.parent / "jobs" / job_id).resolve())
+    deny_reading(monkeypatch, job_dir(store.data_dir, job_id).resolve())
     for parts in (("logs",), ("logs", "download")):
         with pytest.raises(HTTPClientError) as error:
             await jp_fetch("air", "api", "workloads", job_id, *parts)

@@ -81,8 +81,6 @@ class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
             ) from None
         except InvalidQuery as error:
             raise tornado.web.HTTPError(400, str(error)) from None
-        except PermissionError:
-            raise tornado.web.HTTPError(403, UNREADABLE_LOGS) from None
 
 
 class WorkloadsHandler(_WorkloadBase):
@@ -124,6 +122,12 @@ class WorkloadCancelHandler(_WorkloadBase):
 
 class _LogsBase(_WorkloadBase):
     auth_resource = LOGS_RESOURCE
+
+    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super()._call(fn, *args, **kwargs)
+        except PermissionError:  # the log files, not the job store
+            raise tornado.web.HTTPError(403, UNREADABLE_LOGS) from None
 
     def _filters(self) -> dict[str, Any]:
         level = self.get_query_argument("level", None) or None

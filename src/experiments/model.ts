@@ -10,9 +10,7 @@
  *   run is RUNNING, else every 30 s. Stopped (hidden), it sends nothing.
  * - An answer to an older query (the user switched notebooks meanwhile) is dropped.
  */
-import { IDisposable } from '@lumino/disposable';
-import { ISignal, Signal } from '@lumino/signaling';
-
+import { PolledModel } from '../common/polled-model';
 import { ITimers } from '../common/timers';
 import {
   IRunsQuery,
@@ -20,7 +18,6 @@ import {
   fetchExperiments,
   fetchRuns
 } from '../mlflow/api';
-import { Poller } from '../mlflow/poller';
 import { MlflowStatusStore } from '../mlflow/status';
 import {
   IExperiment,
@@ -110,22 +107,13 @@ export type RunsFetcher = (query: IRunsQuery) => Promise<IRunsPayload>;
 export type ExperimentsFetcher = () => Promise<IExperimentsPayload>;
 
 /** The state behind one Experiment panel. */
-export class ExperimentsModel implements IDisposable {
+export class ExperimentsModel extends PolledModel {
   constructor(options: ExperimentsModel.IOptions = {}) {
+    super(options.timers);
     this._fetchRuns = options.fetchRuns ?? fetchRuns;
     this._fetchExperiments = options.fetchExperiments ?? fetchExperiments;
     this._store = options.store ?? null;
     this._limit = options.limit ?? RUNS_LIMIT;
-    this._poller = new Poller({
-      poll: () => this._fetch(),
-      delay: () => this.nextDelay(),
-      timers: options.timers
-    });
-  }
-
-  /** Emitted after every change of data or state. */
-  get changed(): ISignal<this, void> {
-    return this._changed;
   }
 
   /** The active notebook's path, `null` when there is none. */
@@ -166,15 +154,6 @@ export class ExperimentsModel implements IDisposable {
   /** The experiments to pick from (`air/api/experiments`), by name. */
   get experiments(): readonly IExperiment[] {
     return this._experiments;
-  }
-
-  /** Whether the panel is shown (polling). */
-  get isStarted(): boolean {
-    return this._poller.isStarted;
-  }
-
-  get isDisposed(): boolean {
-    return this._isDisposed;
   }
 
   /** The current query, `null` when there is nothing to ask (no notebook, nothing picked). */
@@ -317,7 +296,7 @@ export class ExperimentsModel implements IDisposable {
     }
     this._filter = filter;
     this._changed.emit(); // the runs already here are filtered at once
-    this._refreshIfShown();
+    this.refreshIfShown();
   }
 
   /**
@@ -351,7 +330,7 @@ export class ExperimentsModel implements IDisposable {
     }
     this._changed.emit();
     if (changed || this._highlight !== null) {
-      this._refreshIfShown();
+      this.refreshIfShown();
     }
   }
 
@@ -378,31 +357,21 @@ export class ExperimentsModel implements IDisposable {
 
   /** Start polling (the panel is shown): fetches the runs and the experiment list now. */
   start(): void {
-    if (this._isDisposed || this._poller.isStarted) {
+    if (this.isDisposed || this.isStarted) {
       return;
     }
-    this._poller.start();
+    super.start();
     void this.refreshExperiments();
-  }
-
-  /** Stop polling (the panel is hidden). */
-  stop(): void {
-    this._poller.stop();
-  }
-
-  /** Fetch the runs now. */
-  refresh(): Promise<void> {
-    return this._poller.refresh();
   }
 
   /** Fetch the list of experiments (for the picker). */
   async refreshExperiments(): Promise<void> {
-    if (this._isDisposed) {
+    if (this.isDisposed) {
       return;
     }
     try {
       const payload = await this._fetchExperiments();
-      if (this._isDisposed) {
+      if (this.isDisposed) {
         return;
       }
       this._store?.update(payload?.mlflow);
@@ -415,7 +384,7 @@ export class ExperimentsModel implements IDisposable {
         .sort((a, b) => String(a.name).localeCompare(String(b.name)));
       this._experimentsError = null;
     } catch (error) {
-      if (this._isDisposed) {
+      if (this.isDisposed) {
         return;
       }
       this._experimentsError = describeError(error);
@@ -428,44 +397,28 @@ export class ExperimentsModel implements IDisposable {
     return this._experimentsError;
   }
 
-  dispose(): void {
-    if (this._isDisposed) {
-      return;
-    }
-    this._isDisposed = true;
-    this._poller.dispose();
-    Signal.clearData(this);
-  }
-
   /** The notebook or the picked experiment changed: forget the old answer, ask now. */
   private _targetChanged(): void {
     this._payload = null;
     this._error = null;
     this._changed.emit();
     if (this.query !== null) {
-      this._refreshIfShown();
+      this.refreshIfShown();
     } else {
-      this._poller.reschedule();
-    }
-  }
-
-  /** Ask now when shown; when hidden, `start()` asks (nothing is sent while hidden). */
-  private _refreshIfShown(): void {
-    if (this._poller.isStarted) {
-      void this._poller.refresh();
+      this.poller.reschedule();
     }
   }
 
   /** One runs call for the current query (dropped if the query changed meanwhile). */
-  private async _fetch(): Promise<void> {
+  protected async poll(): Promise<void> {
     const query = this.query;
-    if (this._isDisposed || query === null) {
+    if (this.isDisposed || query === null) {
       return;
     }
     const key = JSON.stringify(query);
     try {
       const payload = await this._fetchRuns(query);
-      if (this._isDisposed || key !== JSON.stringify(this.query)) {
+      if (this.isDisposed || key !== JSON.stringify(this.query)) {
         return;
       }
       this._payload = payload;
@@ -484,7 +437,7 @@ export class ExperimentsModel implements IDisposable {
         }
       }
     } catch (error) {
-      if (this._isDisposed || key !== JSON.stringify(this.query)) {
+      if (this.isDisposed || key !== JSON.stringify(this.query)) {
         return;
       }
       this._error = describeError(error);
@@ -492,12 +445,10 @@ export class ExperimentsModel implements IDisposable {
     this._changed.emit();
   }
 
-  private readonly _changed = new Signal<this, void>(this);
   private readonly _fetchRuns: RunsFetcher;
   private readonly _fetchExperiments: ExperimentsFetcher;
   private readonly _store: MlflowStatusStore | null;
   private readonly _limit: number;
-  private readonly _poller: Poller;
   private _notebookPath: string | null = null;
   private _notebookExperimentId: string | null = null;
   private _selected: string | null = null;
@@ -509,7 +460,6 @@ export class ExperimentsModel implements IDisposable {
   private _error: string | null = null;
   private _experiments: IExperiment[] = [];
   private _experimentsError: string | null = null;
-  private _isDisposed = false;
 }
 
 export namespace ExperimentsModel {

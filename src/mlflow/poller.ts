@@ -1,8 +1,9 @@
 /**
  * Polls while started, one call at a time, at a cadence the caller decides after each call.
  *
- * Used by the MLflow tab (while MLflow starts) and the Experiment panel (faster while a run is
- * running); both start it when shown and stop it when hidden, so nothing is sent while hidden.
+ * Used by the MLflow tab (while MLflow starts) and, through `PolledModel`, the Experiment panel,
+ * the Workloads list and a job run's page; each starts it when shown and stops it when hidden,
+ * so nothing is sent while hidden.
  */
 import { IDisposable } from '@lumino/disposable';
 

@@ -2,13 +2,10 @@
  * The state of a job run's page, without any DOM: the job run (with its YAML), polled every 3 s
  * while it is active and the page is shown, and its cancellation.
  */
-import { IDisposable } from '@lumino/disposable';
-import { ISignal, Signal } from '@lumino/signaling';
-
 import { APIError } from '../api';
+import { PolledModel } from '../common/polled-model';
 import { ITimers } from '../common/timers';
 import { describeError } from '../mlflow/api';
-import { Poller } from '../mlflow/poller';
 import { cancelJob, fetchJob } from './api';
 import { IJob, isActiveStatus } from './types';
 
@@ -20,20 +17,11 @@ export type JobPageState = 'none' | 'loading' | 'not-found' | 'error' | 'job';
 
 export type JobFetcher = (id: string) => Promise<IJob>;
 
-export class JobModel implements IDisposable {
+export class JobModel extends PolledModel {
   constructor(options: JobModel.IOptions = {}) {
+    super(options.timers);
     this._fetchJob = options.fetchJob ?? fetchJob;
     this._cancelJob = options.cancelJob ?? cancelJob;
-    this._poller = new Poller({
-      poll: () => this._poll(),
-      delay: () => this.nextDelay(),
-      timers: options.timers
-    });
-  }
-
-  /** Emitted after every change of data or state. */
-  get changed(): ISignal<this, void> {
-    return this._changed;
   }
 
   /** The id of the job run shown, `null` when none is. */
@@ -85,14 +73,6 @@ export class JobModel implements IDisposable {
     );
   }
 
-  get isStarted(): boolean {
-    return this._poller.isStarted;
-  }
-
-  get isDisposed(): boolean {
-    return this._isDisposed;
-  }
-
   /** Milliseconds until the next poll while shown; `null` once the job run is over. */
   nextDelay(): number | null {
     if (this._id === null) {
@@ -110,8 +90,8 @@ export class JobModel implements IDisposable {
   setJob(id: string | null): void {
     const next = id || null;
     if (next === this._id) {
-      if (next !== null && this._poller.isStarted) {
-        void this._poller.refresh();
+      if (next !== null) {
+        this.refreshIfShown();
       }
       return;
     }
@@ -122,9 +102,7 @@ export class JobModel implements IDisposable {
     this._cancelError = null;
     this._cancelling = false;
     this._changed.emit();
-    if (this._poller.isStarted) {
-      void this._poller.refresh();
-    }
+    this.refreshIfShown();
   }
 
   /** Cancel the job run (the caller asked for confirmation). Resolves when it is over. */
@@ -138,7 +116,7 @@ export class JobModel implements IDisposable {
     this._changed.emit();
     try {
       const job = await this._cancelJob(id);
-      if (this._isDisposed || id !== this._id) {
+      if (this.isDisposed || id !== this._id) {
         return;
       }
       if (job && typeof job.id === 'string') {
@@ -148,57 +126,31 @@ export class JobModel implements IDisposable {
         };
       }
     } catch (error) {
-      if (this._isDisposed || id !== this._id) {
+      if (this.isDisposed || id !== this._id) {
         return;
       }
       this._cancelError = describeError(error);
     }
     this._cancelling = false;
     this._changed.emit();
-    if (this._poller.isStarted) {
-      void this._poller.refresh();
-    }
+    this.refreshIfShown();
   }
 
-  /** Start polling (the page is shown). */
-  start(): void {
-    if (!this._isDisposed) {
-      this._poller.start();
-    }
-  }
-
-  stop(): void {
-    this._poller.stop();
-  }
-
-  refresh(): Promise<void> {
-    return this._poller.refresh();
-  }
-
-  dispose(): void {
-    if (this._isDisposed) {
-      return;
-    }
-    this._isDisposed = true;
-    this._poller.dispose();
-    Signal.clearData(this);
-  }
-
-  private async _poll(): Promise<void> {
+  protected async poll(): Promise<void> {
     const id = this._id;
-    if (this._isDisposed || id === null) {
+    if (this.isDisposed || id === null) {
       return;
     }
     try {
       const job = await this._fetchJob(id);
-      if (this._isDisposed || id !== this._id) {
+      if (this.isDisposed || id !== this._id) {
         return;
       }
       this._job = job;
       this._error = null;
       this._notFound = false;
     } catch (error) {
-      if (this._isDisposed || id !== this._id) {
+      if (this.isDisposed || id !== this._id) {
         return;
       }
       this._error = describeError(error);
@@ -207,17 +159,14 @@ export class JobModel implements IDisposable {
     this._changed.emit();
   }
 
-  private readonly _changed = new Signal<this, void>(this);
   private readonly _fetchJob: JobFetcher;
   private readonly _cancelJob: JobFetcher;
-  private readonly _poller: Poller;
   private _id: string | null = null;
   private _job: IJob | null = null;
   private _error: string | null = null;
   private _notFound = false;
   private _cancelling = false;
   private _cancelError: string | null = null;
-  private _isDisposed = false;
 }
 
 export namespace JobModel {

@@ -9,12 +9,9 @@
  *   sent.
  * - An answer to an older query (the user changed a filter or the page meanwhile) is dropped.
  */
-import { IDisposable } from '@lumino/disposable';
-import { ISignal, Signal } from '@lumino/signaling';
-
+import { PolledModel } from '../common/polled-model';
 import { ITimers } from '../common/timers';
 import { describeError } from '../mlflow/api';
-import { Poller } from '../mlflow/poller';
 import { IWorkloadsQuery, fetchWorkloads } from './api';
 import { IJob, IWorkloadsPage, JOB_STATUSES, isActiveStatus } from './types';
 
@@ -51,20 +48,11 @@ export type WorkloadsFetcher = (
   query: IWorkloadsQuery
 ) => Promise<IWorkloadsPage>;
 
-export class WorkloadsModel implements IDisposable {
+export class WorkloadsModel extends PolledModel {
   constructor(options: WorkloadsModel.IOptions = {}) {
+    super(options.timers);
     this._fetch = options.fetchWorkloads ?? fetchWorkloads;
     this._pageSize = options.pageSize ?? PAGE_SIZE;
-    this._poller = new Poller({
-      poll: () => this._poll(),
-      delay: () => this.nextDelay(),
-      timers: options.timers
-    });
-  }
-
-  /** Emitted after every change of data or state. */
-  get changed(): ISignal<this, void> {
-    return this._changed;
   }
 
   get statusFilter(): WorkloadsStatusFilter {
@@ -150,14 +138,6 @@ export class WorkloadsModel implements IDisposable {
     return this.jobs.length === 0 ? 'empty' : 'jobs';
   }
 
-  get isStarted(): boolean {
-    return this._poller.isStarted;
-  }
-
-  get isDisposed(): boolean {
-    return this._isDisposed;
-  }
-
   /** Milliseconds until the next poll while shown. */
   nextDelay(): number {
     return this.hasActive ? ACTIVE_POLL_MS : IDLE_POLL_MS;
@@ -192,52 +172,24 @@ export class WorkloadsModel implements IDisposable {
     }
   }
 
-  /** Start polling (the list is shown): asks now. */
-  start(): void {
-    if (!this._isDisposed) {
-      this._poller.start();
-    }
-  }
-
-  /** Stop polling (hidden, or the job page is shown instead). */
-  stop(): void {
-    this._poller.stop();
-  }
-
-  /** Ask now. */
-  refresh(): Promise<void> {
-    return this._poller.refresh();
-  }
-
-  dispose(): void {
-    if (this._isDisposed) {
-      return;
-    }
-    this._isDisposed = true;
-    this._poller.dispose();
-    Signal.clearData(this);
-  }
-
   /** The filters or the page changed: forget the old rows, ask now if shown. */
   private _queryChanged(offset: number): void {
     this._offset = offset;
     this._page = null;
     this._error = null;
     this._changed.emit();
-    if (this._poller.isStarted) {
-      void this._poller.refresh();
-    }
+    this.refreshIfShown();
   }
 
-  private async _poll(): Promise<void> {
-    if (this._isDisposed) {
+  protected async poll(): Promise<void> {
+    if (this.isDisposed) {
       return;
     }
     const query = this.query;
     const key = JSON.stringify(query);
     try {
       const page = await this._fetch(query);
-      if (this._isDisposed || key !== JSON.stringify(this.query)) {
+      if (this.isDisposed || key !== JSON.stringify(this.query)) {
         return;
       }
       this._page = page;
@@ -257,7 +209,7 @@ export class WorkloadsModel implements IDisposable {
         }
       }
     } catch (error) {
-      if (this._isDisposed || key !== JSON.stringify(this.query)) {
+      if (this.isDisposed || key !== JSON.stringify(this.query)) {
         return;
       }
       this._error = describeError(error);
@@ -265,17 +217,14 @@ export class WorkloadsModel implements IDisposable {
     this._changed.emit();
   }
 
-  private readonly _changed = new Signal<this, void>(this);
   private readonly _fetch: WorkloadsFetcher;
   private readonly _pageSize: number;
-  private readonly _poller: Poller;
   private _status: WorkloadsStatusFilter = 'ALL';
   private _experiment: string | null = null;
   private _offset = 0;
   private _page: IWorkloadsPage | null = null;
   private _error: string | null = null;
   private readonly _experiments = new Set<string>();
-  private _isDisposed = false;
 }
 
 export namespace WorkloadsModel {
