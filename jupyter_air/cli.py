@@ -211,6 +211,9 @@ def _non_negative(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    from .workloads.tracking_calls import bound_mlflow_calls
+
+    bound_mlflow_calls()  # a tracking server that does not answer is said at once, not in 4 min
     handlers = {
         "run": cmd_run,
         "list": cmd_list,
@@ -252,13 +255,17 @@ def _job(store: JobStore, text: str) -> JobRun:
         ) from None
 
 
-def _connection(require: bool = False) -> Connection | None:
+def _connection(require: bool = False, start: bool = False) -> Connection | None:
     from .workloads.connection import NoTrackingServer, find_connection
 
     try:
-        return find_connection(require_tracking=require)
+        return find_connection(require_tracking=require, start_embedded=start)
     except NoTrackingServer as error:
         raise CliError(str(error), EXIT_NO_TRACKING) from None
+    except (OSError, TimeoutError) as error:  # starting jupyter-air's own server failed
+        raise CliError(
+            f"could not start jupyter-air's MLflow server: {error}", EXIT_NO_TRACKING
+        ) from None
 
 
 # air run ------------------------------------------------------------------------------------
@@ -276,8 +283,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             _json(problems, sys.stderr, compact=True)
         raise CliError(str(error), EXIT_USAGE) from None
     store = _store()
-    connection = _connection(require=True)
-    assert connection is not None
+    found: list[Connection] = []
+
+    def connect() -> Connection:  # after the GPU check: the workload's own problems come first
+        connection = _connection(require=True, start=True)
+        assert connection is not None
+        found.append(connection)
+        return connection
+
     try:
         job = submit(
             spec,
@@ -285,7 +298,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             spec_yaml=text,
             spec_path=args.file,
             source="cli",
-            connection=connection,
+            connection=connect,
             report=lambda message: print(message, file=sys.stderr, flush=True),
         )
     except CapacityError as error:
@@ -293,14 +306,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ExperimentError as error:
         raise CliError(f"{args.file}: experiment_name: {error}", EXIT_USAGE) from None
     except Exception as error:  # MLflow unreachable or refusing
-        if _is_mlflow_error(error):
+        if _is_mlflow_error(error) and found:
             raise CliError(
-                f"MLflow at {connection.tracking_uri} did not accept the experiment: {error}",
+                f"MLflow at {found[0].tracking_uri} did not accept the experiment: {error}",
                 EXIT_NO_TRACKING,
             ) from None
         raise
     from .workloads.views import job_json
 
+    connection = found[0]
     if args.output == "json":
         _json(job_json(job, connection))
     else:
@@ -390,6 +404,12 @@ def cmd_get(args: argparse.Namespace) -> int:
 
     store = _store()
     job = _job(store, args.id)
+    if job.finished and job.runs_closed_at is None:  # what MLflow missed, if it answers now
+        from .workloads.reconcile import reconcile
+
+        with contextlib.suppress(Exception):
+            reconcile(store, [job.id], budget_s=5.0)
+            job = store.get_job(job.id)
     connection = _connection(require=False)
     data = job_json(job, connection)
     if args.output == "json":
@@ -414,6 +434,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     for label, value in fields:
         if value:
             print(f"  {label + ':':<13}{value}")
+    if job.warnings:
+        print("\nWarnings")
+        for warning in job.warnings[-10:]:
+            print(f"  {_when(warning.get('t'))}  {warning.get('message')}")
     if data["attempts"]:
         print("\nAttempts")
         rows = []

@@ -38,6 +38,7 @@ def _no_backend_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
     """One real MLflow tracking server for the whole test session, run by jupyter-air's own
     lifecycle code (SQLite store in a temporary folder)."""
+    import os
     import time
 
     from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow
@@ -51,5 +52,13 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
         log = server.log_file.read_text()[-3000:] if server.log_file.exists() else ""
         server.stop()
         pytest.fail(f"the session's MLflow server did not start: {server.status()}\n{log}")
+    # it answers only with its token: MLflow's client in this process, and everything the
+    # tests start, send it (as kernels and supervisors of a jupyter-air server do)
+    previous = os.environ.get("MLFLOW_TRACKING_TOKEN")
+    os.environ["MLFLOW_TRACKING_TOKEN"] = server.token or ""
     yield server
+    if previous is None:
+        os.environ.pop("MLFLOW_TRACKING_TOKEN", None)
+    else:
+        os.environ["MLFLOW_TRACKING_TOKEN"] = previous
     server.stop()

@@ -132,15 +132,74 @@ def test_run_prints_the_id_and_links_on_the_jupyter_server(env, jupyter_server):
     assert data["links"]["job"] == f"{jupyter_server}lab?air-workload={job_id}"
 
 
-def test_no_tracking_server_says_how_to_fix_it(env, monkeypatch):
+def test_air_run_in_a_plain_shell_uses_its_own_mlflow_for_the_jobs_life(env, monkeypatch):
+    """No Jupyter server, no MLFLOW_TRACKING_URI: `air run` starts jupyter-air's embedded
+    server of the data folder (as `mlflow` would use its own store), the job records its run
+    there, and the server stops once the job no longer needs it."""
+    import psutil
+
+    from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
+
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN")
+    name = f"shell-{env.tmp.name}"
+    write(env.tmp, "ok.py", "print('logged from a plain shell')\n")
     spec = write(
-        env.tmp, "w.yaml", "experiment_name: e\ncompute: {accelerator_type: CPU}\ncommand: 'true'\n"
+        env.tmp,
+        "w.yaml",
+        f"experiment_name: {name}\ncompute: {{accelerator_type: CPU}}\ncommand: {PY} ok.py\n",
+    )
+    result = air("run", str(spec), "--follow", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "MLflow is ready" in result.stderr  # it said it was starting, then ready
+    assert "logged from a plain shell" in result.stdout
+    job_id = result.stdout.splitlines()[0].split()[3]
+    job = wait_for(env.store, job_id)
+    assert job.status == "SUCCEEDED" and job.tracking == "embedded"
+    files = ServerFiles(mlflow_folder(env.store.data_dir))
+    endpoint = files.endpoint()
+    assert job.tracking_uri == endpoint.url
+
+    def mlflow_processes() -> list:
+        found = []
+        for process in psutil.process_iter(["cmdline"]):
+            try:
+                if str(files.store) in " ".join(process.info["cmdline"] or []):
+                    found.append(process)
+            except psutil.Error:
+                continue
+        return found
+
+    # nobody needs it any more: it stops by itself
+    wait_until(lambda: not mlflow_processes(), 60, "the embedded MLflow server to stop")
+    # and the run is in the data folder's store: the next `air run`/Jupyter server shows it
+    shown = air("get", "run", job_id, "-o", "json")
+    assert json.loads(shown.stdout)["attempts"][0]["mlflow_run_id"] == (
+        job.attempts[0].mlflow_run_id
+    )
+    import sqlite3
+
+    with sqlite3.connect(files.store) as conn:
+        status = conn.execute(
+            "SELECT status FROM runs WHERE run_uuid = ?", (job.attempts[0].mlflow_run_id,)
+        ).fetchone()
+    assert status == ("FINISHED",)
+
+
+def test_the_workloads_own_problems_come_before_the_tracking_server(env, monkeypatch):
+    """Asking for GPUs a machine does not have is said first (exit 4), and nothing is started
+    to find a tracking server for a workload that cannot run."""
+    from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU for this process
+    spec = write(
+        env.tmp, "w.yaml", "experiment_name: e\ncompute: {num_accelerators: 8}\ncommand: 'true'\n"
     )
     result = air("run", str(spec))
-    assert result.returncode == 3
-    assert "MLFLOW_TRACKING_URI is not set and no running Jupyter server" in result.stderr
-    assert "jupyter lab" in result.stderr
+    assert result.returncode == 4, result.stderr
+    assert "Not enough GPUs" in result.stderr
+    assert ServerFiles(mlflow_folder(env.store.data_dir)).endpoint() is None
     assert not env.store.path.exists() or env.store.count_jobs() == 0
 
 
@@ -153,7 +212,8 @@ def test_invalid_specs_create_nothing(env):
             2,
             [
                 "compute.num_acelerators: unknown field (line 3); did you mean 'num_accelerators'?",
-                "compute.num_accelerators: must be a positive integer (line 4); got 0",
+                "compute.num_accelerators: must be an integer from 1 to 64 (per node) (line 4); "
+                "got 0",
             ],
         ),
         "syntax.yaml": (

@@ -169,7 +169,7 @@ async def test_every_endpoint_needs_the_token(jp_fetch, parts):
 
 async def test_unreachable_server_is_reported_with_its_uri(jp_fetch, jp_serverapp):
     service = jp_serverapp.web_app.settings["jupyter_air"]["mlflow"]
-    service.user_uri = service.tracking_uri = f"http://127.0.0.1:{free_port()}"
+    service.user_uri = f"http://127.0.0.1:{free_port()}"
     service._external_health = None
     started = time.monotonic()
     answer = body(await jp_fetch("air", "api", "runs", params={"notebook": "a.ipynb"}))
@@ -197,11 +197,13 @@ async def test_a_remote_server_is_linked_to_not_proxied(jp_fetch, jp_serverapp):
 
 
 async def test_while_mlflow_starts_everything_says_so(jp_fetch, jp_serverapp, tmp_path):
+    from jupyter_air.mlflow_server.records import Endpoint
     from jupyter_air.server.mlflow_service import MlflowService
 
     service = MlflowService(base_url="/", data_dir=tmp_path, embedded=True, environ={})
-    service.process.state = "starting"
-    service.process.started_at = time.monotonic() - 3
+    # as its watcher sees a server 3 s into its start
+    service.process.endpoint = Endpoint(free_port(), "t")
+    service.process._status = {"state": "starting", "started_at": time.time() - 3}
     jp_serverapp.web_app.settings["jupyter_air"]["mlflow"] = service
 
     status = body(await jp_fetch("air", "api", "mlflow"))

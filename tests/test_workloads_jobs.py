@@ -263,6 +263,11 @@ def test_a_supervisor_that_dies_fails_its_job(env):
     assert "stopped unexpectedly" in ended.reason
     wait_until(lambda: not any(alive(p) for p in pids), 10, "its processes to be stopped")
     assert ended.attempts[0].status == "FAILED"
+    # its MLflow run is ended by the reconciliation that the Jupyter server runs in the
+    # background and `air get run` runs too
+    from jupyter_air.workloads.reconcile import reconcile
+
+    assert reconcile(env.store, [job.id]).closed == [job.id]
     assert env.client.get_run(ended.attempts[0].mlflow_run_id).info.status == "FAILED"
 
 

@@ -70,11 +70,13 @@ def test_defaults_and_the_other_fields(tmp_path):
 def test_errors_name_the_field_and_line(tmp_path):
     bad = EXAMPLE.replace("num_accelerators: 2", "num_accelerators: 0")
     assert problems(bad, base_dir=tmp_path) == [
-        "compute.num_accelerators: must be a positive integer (line 5); got 0"
+        "compute.num_accelerators: must be an integer from 1 to 64 (per node) (line 5); got 0"
     ]
     for value in ("-1", "two", "1.5", "true", '"2"'):
         (problem,) = problems(EXAMPLE.replace("num_accelerators: 2", f"num_accelerators: {value}"))
-        assert problem.startswith("compute.num_accelerators: must be a positive integer (line 5)")
+        assert problem.startswith(
+            "compute.num_accelerators: must be an integer from 1 to 64 (per node) (line 5)"
+        )
 
 
 def test_unknown_fields_name_the_nearest_valid_one():
@@ -118,12 +120,12 @@ def test_every_problem_is_reported_at_once(tmp_path):
     assert found == [
         "command: required: the command to run (e.g. torchrun --nproc_per_node=2 train.py)",
         "experiment_name: must be a non-empty string: the MLflow experiment (created if "
-        'missing) (line 1); got ""',
+        'missing), at most 250 characters (line 1); got ""',
         "compute.num_acelerators: unknown field (line 3); did you mean 'num_accelerators'?",
-        "compute.num_nodes: must be a positive integer (line 4); got 0",
+        "compute.num_nodes: must be an integer from 1 to 256 (line 4); got 0",
         "compute.accelerator_type: must be GPU, CPU, or a GPU model name such as H100 or A100 "
         "(line 5)",
-        "timeout_minutes: must be a positive number of minutes (line 7); got 0",
+        "timeout_minutes: must be a positive number of minutes, at most 43200 (line 7); got 0",
         f"working_dir: '{tmp_path / 'missing-folder'}' does not exist (line 8)",
         "env_variables.1BAD: not a valid variable name (letters, digits and _, not starting "
         "with a digit) (line 9)",
@@ -162,3 +164,108 @@ def test_files(tmp_path):
     assert spec.mlflow_artifact_location == str(tmp_path / "artifacts" / "my-training")
     with pytest.raises(SpecError, match=r"nope\.yaml: no such file"):
         load_spec_file(tmp_path / "nope.yaml")
+
+
+def alias_bomb(levels: int, width: int = 9) -> str:
+    """The "billion laughs" shape: each level a list of `width` aliases of the one below."""
+    lines = ["experiment_name: e", "command: 'true'", "x0: &a0 [lol]"]
+    for level in range(1, levels + 1):
+        aliases = ", ".join([f"*a{level - 1}"] * width)
+        lines.append(f"x{level}: &a{level} [{aliases}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path):
+    """9 levels of 9 aliases expand to 387 million values from a 1 KB file: refused, in a
+    moment, with what is wrong (it hung `air run` for minutes before)."""
+    import time
+
+    start = time.monotonic()
+    found = problems(alias_bomb(9), base_dir=tmp_path)
+    took = time.monotonic() - start
+    assert len(found) == 1 and "expands to more than 100,000 values" in found[0], found
+    assert "aliases" in found[0]
+    assert took < 30, took  # bounded, not exponential (~0.1 s; minutes before)
+
+
+def test_aliases_of_a_reasonable_size_still_work(tmp_path):
+    spec = load_spec(
+        "experiment_name: &name my-exp\nmlflow_run_name: *name\n"
+        "env_variables: &env {LR: '3e-5'}\ncommand: 'true'\n",
+        base_dir=tmp_path,
+    )
+    assert spec.run_name == "my-exp" and spec.env_variables == {"LR": "3e-5"}
+
+
+def test_deep_nesting_is_refused_clearly(tmp_path):
+    found = problems(
+        "experiment_name: e\ncommand: 'true'\nx: " + "[" * 5000 + "]" * 5000, base_dir=tmp_path
+    )
+    assert found == ["the document is nested too deeply to be a workload file"], found
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+    big = tmp_path / "big.yaml"
+    with open(big, "w") as file:
+        file.write("experiment_name: e\ncommand: 'true'\nenv_variables:\n")
+        for i in range(400_000):
+            file.write(f"  V{i}: '{'x' * 40}'\n")
+    with pytest.raises(SpecError) as info:
+        load_spec_file(big)
+    message = str(info.value)
+    assert "may be at most 1 MiB" in message and str(big) in message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        (
+            "compute:\n  num_accelerators",
+            "1000000000000000000000000000000",
+            "compute.num_accelerators: must be an integer from 1 to 64 (per node) (line 4)",
+        ),
+        (
+            "compute:\n  num_nodes",
+            "10000",
+            "compute.num_nodes: must be an integer from 1 to 256 (line 4)",
+        ),
+        ("max_retries", "1000000", "max_retries: must be an integer from 0 to 100 (line 3)"),
+        (
+            "timeout_minutes",
+            "1e12",
+            "timeout_minutes: must be a positive number of minutes, at most 43200 (line 3)",
+        ),
+        (
+            "mlflow_run_name",
+            "'" + "r" * 300 + "'",
+            "mlflow_run_name: must be a non-empty string, at most 250 characters (line 3)",
+        ),
+    ],
+)
+def test_counts_that_cannot_be_meant_are_refused(tmp_path, field, value, expected):
+    text = f"experiment_name: e\ncommand: 'true'\n{field}: {value}\n"
+    found = problems(text, base_dir=tmp_path)
+    assert len(found) == 1 and found[0].startswith(expected), found
+
+
+def test_too_many_environment_variables(tmp_path):
+    env = "".join(f"  V{i}: x\n" for i in range(1001))
+    found = problems(
+        f"experiment_name: e\ncommand: 'true'\nenv_variables:\n{env}", base_dir=tmp_path
+    )
+    assert found == ["env_variables: has 1001 variables; at most 1000 (line 3)"], found
+
+
+def test_the_local_backend_refuses_more_nodes_than_one_machine_runs(tmp_path):
+    from jupyter_air.workloads.local_backend import check_shape
+
+    spec = load_spec(
+        "experiment_name: e\ncommand: 'true'\ncompute:\n  accelerator_type: CPU\n  num_nodes: 17\n",
+        base_dir=tmp_path,
+    )
+    with pytest.raises(SpecError) as info:
+        check_shape(spec)
+    assert str(info.value).startswith(
+        "compute.num_nodes: is 17; the local backend runs at most 16 nodes, all on this machine "
+        "(line 5); to run on several machines, connect a Ray cluster"
+    ), str(info.value)

@@ -173,3 +173,33 @@ def test_the_data_folder_of_the_running_servers(tmp_path, monkeypatch):
     (runtime / f"jupyter-air-{os.getppid()}.json").write_text(json.dumps({"data_dir": "/other"}))
     assert served_data_dir(runtime) is None
     assert data_dir() == tmp_path / "jdata" / "air"
+
+
+def test_a_store_of_the_first_schema_is_migrated_with_its_job_runs(tmp_path):
+    """A job store written by the previous release (schema 1) opens: its job runs are kept and
+    get the new fields (tracking, warnings, runs closed)."""
+    from jupyter_air.workloads.store import _SCHEMA
+
+    path = tmp_path / "workloads" / "jobs.db"
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as conn:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO jobs (id, status, experiment_name, run_name, command, compute, "
+            "max_retries, spec, submitted_at) VALUES ('0123456789ab', 'SUCCEEDED', 'e', 'r', "
+            "'true', '{}', 0, '{}', 1.0)"
+        )
+        conn.execute("PRAGMA user_version = 1")
+    store = JobStore.for_data_dir(tmp_path)
+    job = store.get_job("0123456789ab")
+    assert store.schema_version() == SCHEMA_VERSION
+    assert (job.status, job.warnings, job.tracking, job.runs_closed_at) == (
+        "SUCCEEDED",
+        [],
+        None,
+        None,
+    )
+    store.add_warning(job.id, "MLflow did not answer")
+    store.add_warning(job.id, "MLflow did not answer")  # the same twice in a row: once
+    assert [w["message"] for w in store.get_job(job.id).warnings] == ["MLflow did not answer"]

@@ -11,12 +11,12 @@ import functools
 import os
 from pathlib import Path
 
-from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
 from ..telemetry.backends import BACKEND_CHOICES
+from ..workloads.paths import data_dir as air_data_dir
 from ..workloads.paths import record_server
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
@@ -66,7 +66,7 @@ class JupyterAir(ExtensionApp):
     data_dir = Unicode(
         config=True,
         help="Folder for jupyter-air's data: the embedded MLflow store and artifacts, job runs, "
-        "logs. Default: <jupyter data dir>/air.",
+        "logs. Default: JUPYTER_AIR_DATA_DIR when set, else <jupyter data dir>/air.",
     )
     mlflow_embedded = Bool(
         True,
@@ -89,7 +89,7 @@ class JupyterAir(ExtensionApp):
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
-        return str(Path(jupyter_data_dir()) / "air")
+        return str(air_data_dir(follow_servers=False))
 
     @validate("gpu_poll_interval")
     def _valid_interval(self, proposal: dict) -> float:
@@ -138,6 +138,8 @@ class JupyterAir(ExtensionApp):
             embedded=self.mlflow_embedded,
             start_timeout_s=self.mlflow_start_timeout,
         )
+        # started (or joined) first: its address and token go to kernels
+        self.mlflow.start()
         # Kernels inherit the server's environment: this is how `mlflow.start_run()` typed in a
         # notebook finds the tracking server, and how run links find the UI.
         kernel_env = self.mlflow.kernel_environment(
@@ -148,7 +150,6 @@ class JupyterAir(ExtensionApp):
         kernel_env["JUPYTER_AIR_LOG_RETENTION_DAYS"] = f"{self.log_retention_days:g}"
         self._environ_before = {name: os.environ.get(name) for name in kernel_env}
         os.environ.update(kernel_env)
-        self.mlflow.start()
         # once the server's event loop runs: hold GPU sampling while this node trains
         IOLoop.current().add_callback(self.gpu.watch_hold_files, data_dir)
         self.workloads = WorkloadService(
@@ -157,8 +158,10 @@ class JupyterAir(ExtensionApp):
             mlflow_ui=lambda: self.mlflow.ui,
             tracking_uri=lambda: self.mlflow.tracking_uri,
             retention_days=self.log_retention_days,
+            mlflow_ready=lambda: self.mlflow.ready,
         )
         IOLoop.current().add_callback(self.workloads.start_purging)
+        IOLoop.current().add_callback(self.workloads.start_reconciling)
         # so that `air` in a plain shell finds this data folder
         self._server_record: Path | None = None
         try:

@@ -260,6 +260,9 @@ class MlflowProxyHandler(ProxyHandler):
             return {}
         host, port = target
         headers = {"Host": f"{host}:{port}"}
+        token = _service(self).token
+        if token:  # the embedded server answers only with its token
+            headers["Authorization"] = f"Bearer {token}"
         if "Origin" in self.request.headers:
             headers["Origin"] = f"http://{host}:{port}"
         return headers

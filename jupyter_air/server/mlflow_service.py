@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..mlflow_server.records import mlflow_folder
 from ..tracking.links import redacted, run_links
 from ..tracking.naming import (
     TAG_ATTEMPT,
@@ -52,26 +53,43 @@ class MlflowService:
         environ = os.environ if environ is None else environ
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self.user_uri = environ.get("MLFLOW_TRACKING_URI") or None
+        # the credentials this server's own client sends to the user's server (MLflow reads
+        # them from the environment); the UI proxy sends them too
+        self.user_token = environ.get("MLFLOW_TRACKING_TOKEN") or None
         self.process: EmbeddedMlflow | None = None
         if self.user_uri:
             self.mode = "external"
-            self.tracking_uri: str | None = self.user_uri
         elif embedded:
             self.mode = "embedded"
-            self.process = EmbeddedMlflow(data_dir / "mlflow", start_timeout_s=start_timeout_s)
-            self.tracking_uri = self.process.url
+            self.process = EmbeddedMlflow(mlflow_folder(data_dir), start_timeout_s=start_timeout_s)
         else:
             self.mode = "disabled"
-            self.tracking_uri = None
-        self.proxy_target = self._proxy_target()
         self._client: Any = None
+        self._client_uri: str | None = None
         self._external_health: tuple[float, bool] | None = None
 
     # where things are ----------------------------------------------------------------------
-    def _proxy_target(self) -> tuple[str, int] | None:
+    @property
+    def tracking_uri(self) -> str | None:
+        """The tracking server's URI (the embedded one's once it was started)."""
+        if self.process is not None:
+            return self.process.url
+        return self.user_uri
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token of the tracking server: the embedded one's, or the user's
+        ``MLFLOW_TRACKING_TOKEN`` for their own server."""
+        if self.process is not None:
+            return self.process.token
+        return self.user_token if self.mode == "external" else None
+
+    @property
+    def proxy_target(self) -> tuple[str, int] | None:
         """(host, port) the UI proxy forwards to, or None when there is nothing to proxy."""
         if self.process is not None:
-            return ("127.0.0.1", self.process.port)
+            port = self.process.port
+            return ("127.0.0.1", port) if port else None
         if self.user_uri:
             parsed = urllib.parse.urlparse(self.user_uri)
             if parsed.scheme == "http" and (parsed.hostname or "") in _LOOPBACK:
@@ -102,6 +120,8 @@ class MlflowService:
             env["JUPYTER_AIR_ROOT_DIR"] = root_dir
         if self.tracking_uri:
             env["MLFLOW_TRACKING_URI"] = self.tracking_uri
+        if self.process is not None and self.token:
+            env["MLFLOW_TRACKING_TOKEN"] = self.token
         if self.ui:
             env["JUPYTER_AIR_MLFLOW_UI"] = self.ui
         if server_url:
@@ -164,9 +184,11 @@ class MlflowService:
     # queries (blocking: call through `run_blocking`) ---------------------------------------
     @property
     def client(self) -> Any:
-        if self._client is None:
+        """MLflow's client for this server's queries (a new one when the server moved)."""
+        if self._client is None or self._client_uri != self.tracking_uri:
             from mlflow.tracking import MlflowClient
 
+            self._client_uri = self.tracking_uri
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client
 

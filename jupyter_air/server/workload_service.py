@@ -1,6 +1,8 @@
 """The workloads of this Jupyter server's data folder, as its REST API answers them: job runs
-as JSON with links into this server's MLflow UI, log pages, downloads, cancellation, and the
-daily purge of old logs.
+as JSON with links into this server's MLflow UI, log pages, downloads, cancellation; and two
+background tasks: the daily purge of old logs, and the reconciliation of MLflow runs that ended
+job runs left open while MLflow did not answer (at start, then every 30 s while there are
+some; in a process of its own, ``python -m jupyter_air.workloads.reconcile``).
 
 Every method blocks (SQLite, files, process signals): the handlers call them on a thread.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 DAY_S = 86400.0
+RECONCILE_EVERY_S = 30.0
 
 
 class WorkloadService:
@@ -28,14 +32,18 @@ class WorkloadService:
         mlflow_ui: Callable[[], str | None],
         tracking_uri: Callable[[], str | None],
         retention_days: float = 60.0,
+        mlflow_ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self.data_dir = data_dir
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._mlflow_ui = mlflow_ui
         self._tracking_uri = tracking_uri
         self.retention_days = retention_days
+        self._mlflow_ready = mlflow_ready
         self._store: Any = None
         self._purger: asyncio.Task[None] | None = None
+        self._reconciler: asyncio.Task[None] | None = None
+        self.reconciled: list[str] = []  # what the passes said (the last few), for people
 
     @property
     def store(self) -> Any:
@@ -132,9 +140,53 @@ class WorkloadService:
                 log.exception("jupyter-air: purging old workload logs failed")
             await asyncio.sleep(every_s)
 
+    # reconciliation -------------------------------------------------------------------------
+    def start_reconciling(self, every_s: float = RECONCILE_EVERY_S) -> None:
+        """Close MLflow runs of ended job runs that MLflow missed, on the running loop."""
+        if self._reconciler is None:
+            self._reconciler = asyncio.get_running_loop().create_task(
+                self._reconcile_loop(every_s), name="jupyter-air-reconcile"
+            )
+
+    async def _reconcile_loop(self, every_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                if self._mlflow_ready() and await loop.run_in_executor(None, self._open_runs):
+                    await self.reconcile_once()
+            except Exception:  # never let it take the server down
+                log.exception("jupyter-air: reconciling MLflow runs failed")
+            await asyncio.sleep(every_s)
+
+    def _open_runs(self) -> bool:
+        return bool(self.store.jobs_with_open_runs(limit=1))
+
+    async def reconcile_once(self, timeout_s: float = 120.0) -> str:
+        """One pass, in a process of its own (MLflow's client blocks and retries)."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jupyter_air.workloads.reconcile",
+            "--data-dir", str(self.data_dir), "--budget", f"{timeout_s / 2:g}",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), timeout_s)
+        except asyncio.TimeoutError:
+            process.kill()
+            await process.wait()
+            output = b"(stopped: it took too long)"
+        text = output.decode(errors="replace").strip().splitlines()
+        said = text[-1] if text else f"exit code {process.returncode}"
+        self.reconciled = [*self.reconciled, said][-10:]
+        log.info("jupyter-air: MLflow runs of ended job runs: %s", said)
+        return said
+
     async def stop(self) -> None:
-        purger, self._purger = self._purger, None
-        if purger is not None:
-            purger.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await purger
+        for name in ("_purger", "_reconciler"):
+            task = getattr(self, name)
+            setattr(self, name, None)
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

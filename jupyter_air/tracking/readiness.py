@@ -10,6 +10,7 @@ not answer is MLflow's to report.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import urllib.error
@@ -32,9 +33,16 @@ class TrackingServerNotReady(RuntimeError):
     """The local tracking server did not answer in time."""
 
 
-def healthy(url: str, timeout: float = 2.0) -> bool:
+def healthy(url: str, timeout: float = 2.0, token: str | None = None) -> bool:
+    """Whether the tracking server at ``url`` answers ``/health``, with ``token`` as MLflow's
+    client would send it (default: ``MLFLOW_TRACKING_TOKEN``; jupyter-air's embedded server
+    answers nothing without it)."""
+    token = token if token is not None else os.environ.get("MLFLOW_TRACKING_TOKEN")
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout) as response:
+        request = urllib.request.Request(f"{url.rstrip('/')}/health")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status == 200
     except (urllib.error.URLError, OSError, ValueError):
         return False
@@ -46,6 +54,7 @@ def wait_for_tracking_server(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     report: Reporter | None = None,
     poll_s: float = 0.5,
+    token: str | None = None,
 ) -> float:
     """Return once ``tracking_uri`` answers (at once for remote or non-http URIs): the seconds
     waited. Raises TrackingServerNotReady after ``timeout_s``."""
@@ -57,7 +66,7 @@ def wait_for_tracking_server(
             return 0.0
     start = now
     reported = -1
-    while not healthy(tracking_uri, timeout=2.0):
+    while not healthy(tracking_uri, timeout=2.0, token=token):
         elapsed = time.monotonic() - start
         if elapsed > timeout_s:
             raise TrackingServerNotReady(

@@ -1,10 +1,13 @@
 """Which MLflow tracking server a submission uses, and where its links point.
 
 In a kernel or a JupyterLab terminal, the jupyter-air server's environment says it all
-(``MLFLOW_TRACKING_URI``, ``JUPYTER_AIR_MLFLOW_UI``, ``JUPYTER_AIR_BASE_URL``). From a shell, the
-running Jupyter servers are found from their runtime files (``jupyter server list``) and asked
-``GET <server>air/api/mlflow`` for the tracking URI and UI. Links printed for people are absolute
-URLs on that Jupyter server: the MLflow UI at ``<server>air/mlflow/`` and the job itself at
+(``MLFLOW_TRACKING_URI``, ``MLFLOW_TRACKING_TOKEN``, ``JUPYTER_AIR_MLFLOW_UI``,
+``JUPYTER_AIR_BASE_URL``). From a shell, the running Jupyter servers are found from their runtime
+files (``jupyter server list``) and asked ``GET <server>air/api/mlflow`` for the tracking URI and
+UI; the embedded server's token is read from the data folder (only this user can read it).
+With no Jupyter server running, the data folder's embedded server is used — joined when it runs
+(a job keeps it up), started when ``air run`` needs it. Links printed for people are absolute
+URLs on the Jupyter server: the MLflow UI at ``<server>air/mlflow/`` and the job itself at
 ``<server>lab?air-workload=<job id>`` (the Workloads panel opens on it).
 """
 
@@ -15,9 +18,10 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..mlflow_server.records import Endpoint, Lease, ServerFiles, mlflow_folder
 from ..pids import pid_alive
 from ..tracking.links import is_loopback_http, run_links
 
@@ -27,10 +31,10 @@ class NoTrackingServer(RuntimeError):
 
 
 HOW_TO_FIX = (
-    "No MLflow tracking server to record the runs: MLFLOW_TRACKING_URI is not set and no running "
-    "Jupyter server with jupyter-air was found. Start JupyterLab (`jupyter lab`) and run this "
-    "again — from a JupyterLab terminal or notebook, or from this shell — or set "
-    "MLFLOW_TRACKING_URI to your MLflow server (e.g. export MLFLOW_TRACKING_URI=http://host:5000)."
+    "No MLflow tracking server to record the runs: MLFLOW_TRACKING_URI is not set, no running "
+    "Jupyter server with jupyter-air was found and jupyter-air's own server is not running. "
+    "`air run` starts jupyter-air's server by itself; or set MLFLOW_TRACKING_URI to your MLflow "
+    "server (e.g. export MLFLOW_TRACKING_URI=http://host:5000)."
 )
 
 
@@ -39,7 +43,17 @@ class Connection:
     tracking_uri: str
     server_url: str | None = None  # the Jupyter server, absolute, with its base URL, ending '/'
     mlflow_ui: str | None = None  # where the browser reaches the MLflow UI, ending '/'
-    source: str = "env"  # "env" | "server"
+    source: str = "env"  # "env" | "server" | "data" (the data folder's embedded server)
+    token: str | None = field(default=None, repr=False)  # MLFLOW_TRACKING_TOKEN for it
+    embedded: bool = False  # the embedded server of this data folder
+    lease: Lease | None = field(default=None, repr=False)  # held while this process needs it
+
+    def activate(self) -> None:
+        """Point this process's MLflow client at the server (a CLI or a supervisor: its own
+        process, not a Jupyter server's)."""
+        os.environ["MLFLOW_TRACKING_URI"] = self.tracking_uri
+        if self.token:
+            os.environ["MLFLOW_TRACKING_TOKEN"] = self.token
 
     def job_link(self, job_id: str) -> str | None:
         if not self.server_url:
@@ -65,15 +79,35 @@ class Connection:
         }
 
 
-def find_connection(*, require_tracking: bool = True, timeout_s: float = 3.0) -> Connection | None:
-    """The tracking server and links for this process. Raises NoTrackingServer when
-    ``require_tracking`` and there is none; else returns None then."""
+def find_connection(
+    *,
+    require_tracking: bool = True,
+    start_embedded: bool = False,
+    data: str | os.PathLike[str] | None = None,
+    timeout_s: float = 3.0,
+) -> Connection | None:
+    """The tracking server and links for this process. Without a tracking URI in the
+    environment or from a Jupyter server, the data folder's embedded server: joined when it
+    runs, started when ``start_embedded`` (the connection then holds a lease on it: hand it to
+    whatever keeps using it). Raises NoTrackingServer when ``require_tracking`` and there is
+    none; else returns None then."""
+    from .paths import data_dir
+
     env_uri = os.environ.get("MLFLOW_TRACKING_URI") or None
+    env_token = os.environ.get("MLFLOW_TRACKING_TOKEN") or None
     env_ui = os.environ.get("JUPYTER_AIR_MLFLOW_UI") or None
     env_base = os.environ.get("JUPYTER_AIR_BASE_URL") or None
     env_server = os.environ.get("JUPYTER_AIR_SERVER_URL") or None
-    servers = _servers_by_preference(env_base)
-    for info in servers:
+    files = ServerFiles(mlflow_folder(data_dir(data)))
+    embedded = _running_embedded(files)
+
+    def made(uri: str, token: str | None, **links: Any) -> Connection:
+        ours = embedded is not None and _same(uri, embedded.url)
+        if ours and not token:
+            token = embedded.token if embedded is not None else None
+        return Connection(tracking_uri=uri, token=token, embedded=ours, **links)
+
+    for info in _servers_by_preference(env_base):
         answer = _ask_mlflow(info, timeout_s)
         if answer is None:
             continue
@@ -84,8 +118,9 @@ def find_connection(*, require_tracking: bool = True, timeout_s: float = 3.0) ->
         if not (env_uri or uri) or answer.get("mode") == "disabled":
             continue
         ui = answer.get("ui")
-        return Connection(
-            tracking_uri=env_uri or uri,
+        return made(
+            env_uri or uri,
+            env_token if env_uri else None,
             server_url=server_url,
             mlflow_ui=_with_slash(urllib.parse.urljoin(server_url, ui)) if ui else None,
             source="env" if env_uri else "server",
@@ -100,10 +135,28 @@ def find_connection(*, require_tracking: bool = True, timeout_s: float = 3.0) ->
         ):
             ui = _with_slash(env_uri)
         server = _with_slash(env_server) if env_server else None
-        return Connection(tracking_uri=env_uri, server_url=server, mlflow_ui=ui, source="env")
+        return made(env_uri, env_token, server_url=server, mlflow_ui=ui, source="env")
+    if embedded is not None:
+        return made(embedded.url, embedded.token, source="data")
+    if start_embedded:
+        from ..mlflow_server.control import ensure_running
+
+        endpoint, lease = ensure_running(files.folder, "air run")
+        return Connection(
+            tracking_uri=endpoint.url,
+            token=endpoint.token,
+            embedded=True,
+            lease=lease,
+            source="data",
+        )
     if require_tracking:
         raise NoTrackingServer(HOW_TO_FIX)
     return None
+
+
+def _running_embedded(files: ServerFiles) -> Endpoint | None:
+    record = files.read_endpoint()
+    return record.endpoint if record is not None and record.guard_alive() else None
 
 
 def _servers_by_preference(base_url: str | None) -> list[dict[str, Any]]:

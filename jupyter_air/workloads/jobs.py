@@ -21,10 +21,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..pids import is_running
+from ..pids import process_start_time as start_time
 from .capacity import GpuInventory, assign_gpus, gpu_inventory
 from .connection import Connection, find_connection
 from .paths import data_dir, job_dir, new_job_id
-from .processes import is_running, kill_job_processes, spawn_detached, start_time
+from .processes import kill_job_processes, spawn_detached
 from .retention import purge_logs
 from .store import CANCELLED, FAILED, TERMINAL, JobRun, JobStore
 
@@ -49,7 +51,7 @@ def submit(
     spec_path: str | None = None,
     source: str = "cli",
     notebook: str | None = None,
-    connection: Connection | None = None,
+    connection: Connection | Callable[[], Connection] | None = None,
     inventory: GpuInventory | Callable[[], GpuInventory] | None = None,
     job_id: str | None = None,
     environ: Mapping[str, str] | None = None,
@@ -57,15 +59,53 @@ def submit(
 ) -> JobRun:
     """Submit a validated workload; returns its job run (PENDING, supervisor started).
 
-    Raises CapacityError (not enough GPUs), NoTrackingServer, ExperimentError (artifact
-    location differs, experiment deleted) or an MLflow error — having created nothing."""
+    In this order — the workload's own problems first: the GPUs, then the tracking server
+    (``connection``, or a function giving it, called after the GPU check; by default found by
+    ``find_connection``, which starts the data folder's embedded server when nothing else is
+    there), then the experiment. Raises CapacityError (not enough GPUs), NoTrackingServer,
+    ExperimentError (artifact location differs, experiment deleted) or an MLflow error —
+    having created nothing."""
     from ..tracking.naming import current_user
+    from .local_backend import check_shape
 
     store = store or open_store()
+    check_shape(spec)
     if callable(inventory):
         inventory = inventory()
     gpus = assign_gpus(spec.compute, inventory if inventory is not None else gpu_inventory())
-    connection = connection or find_connection()
+    if connection is None:
+        connection = find_connection(start_embedded=True, data=store.data_dir)
+        assert connection is not None
+    elif callable(connection):
+        connection = connection()
+    try:
+        return _submit(
+            spec, store, connection, gpus, spec_yaml, spec_path, source, notebook, job_id,
+            environ, report, current_user(),
+        )  # fmt: skip
+    finally:
+        if connection.lease is not None:  # the supervisor holds its own from now on
+            connection.lease.release()
+            connection.lease = None
+
+
+def _submit(
+    spec: WorkloadSpec,
+    store: JobStore,
+    connection: Connection,
+    gpus: list[Any],
+    spec_yaml: str | None,
+    spec_path: str | None,
+    source: str,
+    notebook: str | None,
+    job_id: str | None,
+    environ: Mapping[str, str] | None,
+    report: Callable[[str], None] | None,
+    user: str,
+) -> JobRun:
+    from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
+    from .tracking_calls import EMBEDDED, EXTERNAL
+
     experiment_id = _experiment(spec, connection, report)
     with contextlib.suppress(Exception):
         purge_logs(store)
@@ -90,8 +130,9 @@ def submit(
         spec_path=str(Path(spec_path).resolve()) if spec_path else None,
         source=source,
         notebook=notebook,
-        user=current_user(),
+        user=user,
         tracking_uri=connection.tracking_uri,
+        tracking=EMBEDDED if connection.embedded else EXTERNAL,
         server_url=connection.server_url,
         mlflow_ui=connection.mlflow_ui,
     )
@@ -107,6 +148,8 @@ def submit(
         store.finish_job(job.id, FAILED, f"could not start the supervisor: {error}")
         raise
     store.set_supervisor(job.id, pid, start_time(pid))
+    if connection.embedded:  # the embedded server runs for as long as the job needs it
+        Lease.take(ServerFiles(mlflow_folder(store.data_dir)), "supervisor", pid=pid)
     return store.get_job(job.id)
 
 
@@ -119,13 +162,15 @@ def _experiment(
     from ..tracking.links import is_loopback_http
     from ..tracking.readiness import starting_message, wait_for_tracking_server
 
+    if connection.token:
+        connection.activate()  # this process's MLflow client sends the token
     if is_loopback_http(connection.tracking_uri):
 
         def said(elapsed: float, done: bool) -> None:
             if report is not None:
                 report(starting_message(elapsed, done))
 
-        wait_for_tracking_server(connection.tracking_uri, report=said)
+        wait_for_tracking_server(connection.tracking_uri, report=said, token=connection.token)
     client = MlflowClient(tracking_uri=connection.tracking_uri)
     experiment = get_or_create_experiment(
         spec.experiment_name, artifact_location=spec.mlflow_artifact_location, client=client
@@ -142,6 +187,8 @@ def _supervisor_environment(
         if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
     }
     env["MLFLOW_TRACKING_URI"] = connection.tracking_uri
+    if connection.token:
+        env["MLFLOW_TRACKING_TOKEN"] = connection.token
     env["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     env["JUPYTER_AIR_DATA_DIR"] = str(data)
     return env
@@ -172,8 +219,7 @@ def refresh(store: JobStore, job: JobRun) -> JobRun:
     if status == CANCELLED:
         reason = "cancelled (air cancel); " + reason
     _end_open_attempts(store, job, status, reason)
-    store.finish_job(job.id, status, reason)
-    _end_runs(job, "KILLED" if status == CANCELLED else "FAILED")
+    store.finish_job(job.id, status, reason)  # its MLflow runs are ended by reconcile
     return store.get_job(job.id)
 
 
@@ -216,8 +262,7 @@ def cancel(store: JobStore, job_id: str, *, wait_s: float | None = None) -> JobR
     if job.status not in TERMINAL:
         reason = "cancelled (air cancel); the supervisor did not stop in time and was killed"
         _end_open_attempts(store, job, CANCELLED, reason)
-        store.finish_job(job.id, CANCELLED, reason)
-        _end_runs(job, "KILLED")
+        store.finish_job(job.id, CANCELLED, reason)  # its MLflow runs are ended by reconcile
     return store.get_job(job.id)
 
 
@@ -225,28 +270,3 @@ def _end_open_attempts(store: JobStore, job: JobRun, status: str, reason: str) -
     for attempt in job.attempts:
         if attempt.ended_at is None:
             store.finish_attempt(job.id, attempt.attempt, status, reason)
-
-
-def _end_runs(job: JobRun, status: str) -> None:
-    """Best effort, a few seconds at most: the MLflow runs of the attempts that had not ended
-    end ``status`` (MLflow's client would retry for minutes against a server that is down)."""
-    runs = [a.mlflow_run_id for a in job.attempts if a.mlflow_run_id and a.ended_at is None]
-    uri = job.tracking_uri or ""
-    if not runs or not uri.startswith(("http://", "https://")):
-        return
-    import json
-    import urllib.request
-
-    for run_id in runs:
-        body = {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)}
-        request = urllib.request.Request(
-            uri.rstrip("/") + "/api/2.0/mlflow/runs/update",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=5):
-                pass
-        except Exception as error:
-            log.warning("could not end MLflow run %s of job run %s: %s", run_id, job.id, error)

@@ -15,10 +15,38 @@ import socket
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from ..pids import process_start_time as start_time
 from .capture import StreamCapture
 from .logfile import LogWriter
-from .processes import start_time, stop_groups
+from .processes import stop_groups
+
+if TYPE_CHECKING:
+    from .spec import WorkloadSpec
+
+
+# every node is a process group on this machine, with a log capture and a metrics monitor:
+# more than this is not a workload for one machine
+LOCAL_MAX_NODES = 16
+
+
+def check_shape(spec: WorkloadSpec) -> None:
+    """Refuse what one machine cannot mean to run (SpecError with the field's line)."""
+    from .spec import SpecError
+
+    nodes = spec.compute.num_nodes
+    if nodes > LOCAL_MAX_NODES:
+        raise SpecError(
+            [
+                spec.problem(
+                    "compute.num_nodes",
+                    f"is {nodes}; the local backend runs at most {LOCAL_MAX_NODES} nodes, all "
+                    "on this machine",
+                    hint="to run on several machines, connect a Ray cluster (docs/clusters.md)",
+                )
+            ]
+        )
 
 
 @dataclass

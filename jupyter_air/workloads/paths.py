@@ -24,15 +24,19 @@ class InvalidJobId(ValueError):
     """A job id that is not one jupyter-air makes (12 lowercase hex digits)."""
 
 
-def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """jupyter-air's data folder: ``explicit``, else ``JUPYTER_AIR_DATA_DIR``, else the one the
-    running jupyter-air servers use, else the default."""
+def data_dir(
+    explicit: str | os.PathLike[str] | None = None, *, follow_servers: bool = True
+) -> Path:
+    """jupyter-air's data folder — the one rule for the Jupyter server, kernels, supervisors
+    and the CLI: ``explicit`` (``c.JupyterAir.data_dir``, ``--data-dir``), else
+    ``JUPYTER_AIR_DATA_DIR``, else (``follow_servers``: for clients, not for a server deciding
+    its own) the one the running jupyter-air servers use, else ``<jupyter data dir>/air``."""
     if explicit:
         return Path(explicit).expanduser()
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env).expanduser()
-    served = served_data_dir()
+    served = served_data_dir() if follow_servers else None
     if served is not None:
         return served
     from jupyter_core.paths import jupyter_data_dir

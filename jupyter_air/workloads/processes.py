@@ -15,32 +15,9 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..pids import group_alive, is_running
+
 JOB_ENV = "JUPYTER_AIR_JOB_ID"
-
-
-def start_time(pid: int) -> float | None:
-    """The creation time of process ``pid`` (None when it does not exist)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return None
-
-
-def is_running(pid: int | None, started: float | None = None) -> bool:
-    """Whether ``pid`` is alive (not a zombie) and, given ``started``, the same process."""
-    if not pid:
-        return False
-    import psutil
-
-    try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return started is None or abs(process.create_time() - started) < 1.0
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return False
 
 
 def spawn_detached(
@@ -76,17 +53,6 @@ def signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether group ``pgid`` has a process that is not a zombie."""
-    import psutil
-
-    for process in psutil.process_iter(["pid", "status"]):
-        with contextlib.suppress(psutil.Error):
-            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
-                return True
-    return False
-
-
 def stop_groups(pgids: Iterable[int], grace_s: float = 10.0) -> None:
     """SIGTERM to every group, then SIGKILL to those still there after ``grace_s``."""
     groups = [g for g in pgids if g]
@@ -96,17 +62,9 @@ def stop_groups(pgids: Iterable[int], grace_s: float = 10.0) -> None:
     remaining = list(groups)
     while remaining and time.monotonic() < deadline:
         time.sleep(0.1)
-        remaining = [g for g in remaining if _group_has_members(g)]
+        remaining = [g for g in remaining if group_alive(g)]
     for pgid in remaining:
         signal_group(pgid, signal.SIGKILL)
-
-
-def _group_has_members(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return group_alive(pgid)
 
 
 def job_processes(job_id: str) -> list[int]:

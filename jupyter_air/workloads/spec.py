@@ -23,12 +23,27 @@ import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .yaml_source import Document, Problem, YamlSyntaxError, dotted, load
 
-PositiveInt = Annotated[int, Field(strict=True, gt=0)]
-NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+# what a workload can ask for at most: beyond these it cannot be meant (one error, before
+# anything is created); a backend may allow less (the local one: LOCAL_MAX_NODES)
+MAX_SPEC_BYTES = 1 << 20
+MAX_ACCELERATORS = 64  # per node
+MAX_NODES = 256
+MAX_RETRIES = 100
+MAX_TIMEOUT_MINUTES = 30 * 24 * 60
+MAX_ENV_VARIABLES = 1000
+MAX_TEXT = 64 * 1024  # a command, an environment variable's value
+MAX_NAME = 250  # MLflow's limit for a run name
+MAX_COMMAND_ITEMS = 10_000
+
+Accelerators = Annotated[int, Field(strict=True, gt=0, le=MAX_ACCELERATORS)]
+Nodes = Annotated[int, Field(strict=True, gt=0, le=MAX_NODES)]
+Retries = Annotated[int, Field(strict=True, ge=0, le=MAX_RETRIES)]
+Name = Annotated[str, Field(strict=True, min_length=1, max_length=MAX_NAME)]
+Text = Annotated[str, Field(strict=True, min_length=1, max_length=MAX_TEXT)]
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]*$")
 
@@ -53,9 +68,9 @@ class Compute(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    num_accelerators: PositiveInt = 1
+    num_accelerators: Accelerators = 1
     accelerator_type: str = "GPU"
-    num_nodes: PositiveInt = 1
+    num_nodes: Nodes = 1
 
     @field_validator("accelerator_type", mode="before")
     @classmethod
@@ -75,15 +90,22 @@ class WorkloadSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    experiment_name: Annotated[str, Field(strict=True, min_length=1)]
-    mlflow_run_name: Annotated[str, Field(strict=True, min_length=1)] | None = None
-    mlflow_artifact_location: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    experiment_name: Name
+    mlflow_run_name: Name | None = None
+    mlflow_artifact_location: Text | None = None
     compute: Compute = Field(default_factory=Compute)
-    command: Annotated[str, Field(strict=True, min_length=1)] | list[str]
-    max_retries: NonNegativeInt = 0
-    timeout_minutes: Annotated[float, Field(gt=0)] | None = None
-    working_dir: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    command: Text | Annotated[list[Text], Field(max_length=MAX_COMMAND_ITEMS)]
+    max_retries: Retries = 0
+    timeout_minutes: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_MINUTES)] | None = None
+    working_dir: Text | None = None
     env_variables: dict[str, str] = Field(default_factory=dict)
+
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)  # dotted field → line
+
+    def problem(self, path: str, message: str, hint: str | None = None) -> Problem:
+        """A problem with one of the file's fields, found after loading (GPUs, a backend's
+        limits), with the field's line."""
+        return Problem(path, message, line=self._lines.get(path), hint=hint)
 
     @field_validator("experiment_name", "mlflow_run_name", "command", mode="after")
     @classmethod
@@ -135,21 +157,24 @@ class WorkloadSpec(BaseModel):
 
 
 FIELD_HELP: dict[str, str] = {
-    "experiment_name": "must be a non-empty string: the MLflow experiment (created if missing)",
-    "mlflow_run_name": "must be a non-empty string",
+    "experiment_name": (
+        "must be a non-empty string: the MLflow experiment (created if missing), at most "
+        f"{MAX_NAME} characters"
+    ),
+    "mlflow_run_name": f"must be a non-empty string, at most {MAX_NAME} characters",
     "mlflow_artifact_location": "must be a non-empty string: a folder path or an artifact URI",
     "compute": "must be a mapping with num_accelerators, accelerator_type, num_nodes",
-    "compute.num_accelerators": "must be a positive integer",
-    "compute.num_nodes": "must be a positive integer",
+    "compute.num_accelerators": f"must be an integer from 1 to {MAX_ACCELERATORS} (per node)",
+    "compute.num_nodes": f"must be an integer from 1 to {MAX_NODES}",
     "compute.accelerator_type": "must be GPU, CPU, or a GPU model name such as H100 or A100",
     "command": (
         "must be a non-empty string (run by /bin/sh) or a list of strings "
-        "(e.g. torchrun --nproc_per_node=2 train.py)"
+        "(e.g. torchrun --nproc_per_node=2 train.py), at most 64 KiB each"
     ),
-    "max_retries": "must be an integer ≥ 0",
-    "timeout_minutes": "must be a positive number of minutes",
+    "max_retries": f"must be an integer from 0 to {MAX_RETRIES}",
+    "timeout_minutes": f"must be a positive number of minutes, at most {MAX_TIMEOUT_MINUTES}",
     "working_dir": "must be a folder path (a non-empty string)",
-    "env_variables": "must be a mapping of NAME: value",
+    "env_variables": f"must be a mapping of NAME: value (at most {MAX_ENV_VARIABLES})",
 }
 
 REQUIRED_HELP = {
@@ -187,6 +212,8 @@ def load_spec(
     ``mlflow_artifact_location`` are resolved against ``base_dir`` (the file's folder; default the
     current folder), and ``working_dir`` must exist. Raises SpecError listing every problem."""
     base = Path(base_dir or os.getcwd()).resolve()
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError([_too_large(len(text.encode("utf-8", "replace")))], source)
     try:
         document = load(text)
     except YamlSyntaxError as error:
@@ -224,13 +251,25 @@ def load_spec(
         problems.sort(key=lambda p: (p.line or 0, p.path))
         raise SpecError(_unique(problems), source)
     assert spec is not None
+    spec._lines = {dotted(path): line for path, line in document.lines.items() if path}
     return spec
+
+
+def _too_large(size: int) -> Problem:
+    return Problem(
+        "",
+        f"the file is {size / (1 << 20):.1f} MiB; a workload file may be at most "
+        f"{MAX_SPEC_BYTES >> 20} MiB (put data in files the command reads, not in the YAML)",
+    )
 
 
 def load_spec_file(path: str | os.PathLike[str]) -> tuple[WorkloadSpec, str]:
     """``(spec, text)`` of a workload file; relative paths in it are relative to its folder."""
     file = Path(path)
     try:
+        size = file.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError([_too_large(size)], str(path))
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError([Problem("", "no such file")], str(path)) from None
@@ -306,6 +345,14 @@ def _env_problems(data: dict, document: Document) -> list[Problem]:
             )
         ]
     problems = []
+    if len(env) > MAX_ENV_VARIABLES:
+        return [
+            Problem(
+                "env_variables",
+                f"has {len(env)} variables; at most {MAX_ENV_VARIABLES}",
+                line=document.line_of(("env_variables",)),
+            )
+        ]
     for name, value in env.items():
         loc = ("env_variables", name)
         line = document.line_of(loc)
@@ -331,6 +378,8 @@ def _env_problems(data: dict, document: Document) -> list[Problem]:
             )
         if value is None or isinstance(value, (dict, list)):
             problems.append(Problem(where, "must be a string, a number or true/false", line=line))
+        elif isinstance(value, str) and len(value) > MAX_TEXT:
+            problems.append(Problem(where, "is longer than 64 KiB", line=line))
     return problems
 
 

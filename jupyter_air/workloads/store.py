@@ -21,7 +21,7 @@ from typing import Any
 
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -110,8 +110,20 @@ _SCHEMA = [
     )""",
 ]
 
-# future versions: SCHEMA_MIGRATIONS[n] takes a store from version n to n + 1
-SCHEMA_MIGRATIONS: dict[int, list[str]] = {}
+# SCHEMA_MIGRATIONS[n] takes a store from version n to n + 1 (a new store gets _SCHEMA, then
+# every migration from version 1)
+SCHEMA_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        # 'embedded' (the data folder's own MLflow server) or 'external'
+        "ALTER TABLE jobs ADD COLUMN tracking TEXT",
+        # JSON list of {t, message}: what went wrong around the job (MLflow unreachable, …)
+        "ALTER TABLE jobs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'",
+        # when every MLflow run of the ended job was seen ended (and its logs uploaded)
+        "ALTER TABLE jobs ADD COLUMN runs_closed_at REAL",
+        "CREATE INDEX jobs_runs_open ON jobs (runs_closed_at, ended_at)",
+    ],
+}
+MAX_WARNINGS = 50
 
 
 class StoreError(RuntimeError):
@@ -203,6 +215,9 @@ class JobRun:
     supervisor_started: float | None
     cancel_requested: float | None
     logs_purged_at: float | None
+    tracking: str | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    runs_closed_at: float | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -217,7 +232,7 @@ class JobRun:
         return asdict(self)
 
 
-_JOB_JSON = ("compute", "gpus", "spec")
+_JOB_JSON = ("compute", "gpus", "spec", "warnings")
 
 
 class JobStore:
@@ -280,10 +295,10 @@ class JobStore:
                 if version == 0:
                     for statement in _SCHEMA:
                         conn.execute(statement)
-                else:
-                    for step in range(version, SCHEMA_VERSION):
-                        for statement in SCHEMA_MIGRATIONS[step]:
-                            conn.execute(statement)
+                    version = 1
+                for step in range(version, SCHEMA_VERSION):
+                    for statement in SCHEMA_MIGRATIONS[step]:
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -422,6 +437,31 @@ class JobStore:
                 (status, reason, time.time(), job_id, *sorted(TERMINAL)),
             )
             return cursor.rowcount == 1
+
+    def add_warning(self, job_id: str, message: str) -> None:
+        """Record something that went wrong around the job run (shown with it); the same
+        message twice in a row is kept once, and only the last MAX_WARNINGS are kept."""
+        with self._write() as conn:
+            row = conn.execute("SELECT warnings FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return
+            warnings = json.loads(row[0] or "[]")
+            if warnings and warnings[-1].get("message") == message:
+                return
+            warnings = [*warnings, {"t": time.time(), "message": message}][-MAX_WARNINGS:]
+            conn.execute(
+                "UPDATE jobs SET warnings = ? WHERE id = ?", (json.dumps(warnings), job_id)
+            )
+
+    def jobs_with_open_runs(self, limit: int = 100) -> list[str]:
+        """Ended job runs whose MLflow runs were not all seen ended yet, oldest first."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND runs_closed_at IS NULL "
+                "ORDER BY ended_at LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [row["id"] for row in rows]
 
     def request_cancel(self, job_id: str) -> JobRun:
         with self._write() as conn:
@@ -598,7 +638,8 @@ _LOG_KEY = frozenset({"job_id", "attempt", "node"})
 def _job(row: sqlite3.Row) -> JobRun:
     data = dict(row)
     for name in _JOB_JSON:
-        data[name] = json.loads(data[name]) if data.get(name) else ({} if name != "gpus" else [])
+        empty: Any = [] if name in ("gpus", "warnings") else {}
+        data[name] = json.loads(data[name]) if data.get(name) else empty
     return JobRun(**data)
 
 

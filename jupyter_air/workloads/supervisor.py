@@ -20,12 +20,14 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .paths import data_dir, log_path
 from .store import CANCELLED, FAILED, SUCCEEDED, TERMINAL, JobRun, JobStore
+from .tracking_calls import JobTracking, bound_mlflow_calls
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
@@ -53,12 +55,18 @@ def kill_grace_s() -> float:
 
 
 class Supervisor:
-    def __init__(self, store: JobStore, job_id: str) -> None:
+    def __init__(
+        self, store: JobStore, job_id: str, *, node_env: Mapping[str, str] | None = None
+    ) -> None:
         self.store = store
         self.job_id = job_id
         self.cancel = threading.Event()
         self.cancel_reason = "cancelled (air cancel)"
         self.grace_s = kill_grace_s()
+        # what nodes start from: the supervisor's environment before its MLflow calls were
+        # bounded (the command keeps MLflow's own retries)
+        self.node_env = dict(node_env if node_env is not None else os.environ)
+        self.tracking: JobTracking | None = None
 
     # signals ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -76,8 +84,8 @@ class Supervisor:
 
     # the job ---------------------------------------------------------------------------------
     def run(self) -> int:
+        from ..pids import process_start_time as start_time
         from ..telemetry.hold_files import HoldFile
-        from .processes import start_time
 
         job = self.store.get_job(self.job_id)
         if job.status in TERMINAL:
@@ -88,6 +96,11 @@ class Supervisor:
             self.store.finish_job(self.job_id, CANCELLED, "cancelled before it started")
             return 0
         hold = HoldFile.create(f"workload {self.job_id}", data_dir=self.store.data_dir)
+        self.tracking = JobTracking(self.store, job)
+        try:
+            self.tracking.start()
+        except Exception as error:
+            self.tracking.failed("joining jupyter-air's MLflow server", error)
         try:
             outcome = self._attempts(self.store.get_job(self.job_id))
         except BaseException as error:
@@ -97,7 +110,23 @@ class Supervisor:
             hold.release()
         self.store.finish_job(self.job_id, outcome.status, outcome.reason)
         log.info("job run %s %s: %s", self.job_id, outcome.status, outcome.reason)
+        self._close_runs()
         return 0
+
+    def _close_runs(self) -> None:
+        """What MLflow did not get during the job (runs left RUNNING, logs), now if it answers;
+        else later, by the Jupyter server or ``air get run``. The job itself has ended."""
+        from .reconcile import reconcile
+
+        try:
+            report = reconcile(self.store, [self.job_id], budget_s=10.0)
+            if report.failed:
+                log.warning("MLflow runs left to close later: %s", report)
+        except Exception:
+            log.warning("closing the MLflow runs failed:\n%s", traceback.format_exc())
+        finally:
+            if self.tracking is not None:
+                self.tracking.finish()
 
     def _attempts(self, job: JobRun) -> Outcome:
         total = job.max_retries + 1
@@ -122,16 +151,16 @@ class Supervisor:
     def _attempt(self, job: JobRun, attempt: int, total: int) -> Outcome:
         from .local_backend import free_port
 
+        assert self.tracking is not None
         try:
             run = self._start_run(job, attempt, total)
         except Exception as error:
+            # the attempt runs all the same; its run is created when MLflow answers again
             log.error("MLflow run of attempt %d:\n%s", attempt, traceback.format_exc())
-            outcome = Outcome(FAILED, f"could not create the MLflow run: {error}")
-            self.store.start_attempt(job.id, attempt)
-            self.store.finish_attempt(job.id, attempt, FAILED, outcome.reason)
-            return outcome
-        self.store.start_attempt(job.id, attempt, mlflow_run_id=run.run_id)
-        metrics = self._start_metrics(job, run)
+            self.tracking.failed(f"creating the run of attempt {attempt}", error)
+            run = None
+        self.store.start_attempt(job.id, attempt, mlflow_run_id=run.run_id if run else None)
+        metrics = self._start_metrics(job, run) if run is not None else []
         port = free_port()
         outcome = Outcome(FAILED, "did not start")
         nodes: list[Any] = []
@@ -145,13 +174,14 @@ class Supervisor:
                 path = log_path(self.store.data_dir, job.id, attempt, node)
                 writers[node] = LogWriter(path)
                 self.store.index_log_file(job.id, attempt, node, str(path))
-            uploader = LogUploader(
-                run.client,
-                run.run_id,
-                attempt,
-                {n: w.path for n, w in writers.items()},
-                lambda: {n: w.stats.bytes for n, w in writers.items()},
-            ).start()
+            if run is not None:
+                uploader = LogUploader(
+                    run.client,
+                    run.run_id,
+                    attempt,
+                    {n: w.path for n, w in writers.items()},
+                    lambda: {n: w.stats.bytes for n, w in writers.items()},
+                ).start()
             nodes = self._start_nodes(job, attempt, run, port, writers)
             outcome = self._wait(job, nodes, writers, attempt)
         except Exception as error:
@@ -160,14 +190,15 @@ class Supervisor:
         finally:
             self._wind_down(job, attempt, nodes, writers, outcome)
             for monitor in metrics:
-                monitor.finish()
+                self.tracking.call("system metrics", monitor.finish)
             if uploader is not None:
                 uploader.finish()
-            run_status = {SUCCEEDED: "FINISHED", CANCELLED: "KILLED"}.get(outcome.status, "FAILED")
-            try:
-                run.end(run_status)
-            except Exception as error:
-                log.warning("could not end MLflow run %s: %s", run.run_id, error)
+                self._mark_uploaded(job.id, attempt, uploader, writers)
+            if run is not None:
+                run_status = {SUCCEEDED: "FINISHED", CANCELLED: "KILLED"}.get(
+                    outcome.status, "FAILED"
+                )
+                self.tracking.call(f"ending the run of attempt {attempt}", run.end, run_status)
             self.store.finish_attempt(
                 job.id,
                 attempt,
@@ -178,6 +209,21 @@ class Supervisor:
                 timed_out=outcome.timed_out,
             )
         return outcome
+
+    def _mark_uploaded(
+        self, job_id: str, attempt: int, uploader: Any, writers: dict[int, Any]
+    ) -> None:
+        """Log files whose last upload went through; the others are uploaded by reconcile."""
+        for node, writer in writers.items():
+            if uploader.uploaded.get(node) == writer.stats.bytes and writer.path.exists():
+                self.store.index_log_file(
+                    job_id, attempt, node, str(writer.path), uploaded_at=time.time()
+                )
+        if uploader.last_error:
+            assert self.tracking is not None
+            self.tracking.failed(
+                f"uploading the logs of attempt {attempt}", RuntimeError(uploader.last_error)
+            )
 
     def _start_run(self, job: JobRun, attempt: int, total: int) -> Any:
         from ..tracking.runs import ManagedRun
@@ -201,7 +247,8 @@ class Supervisor:
             resume_from_env=False,
             nested=False,
             system_metrics=False,
-            tracking_uri=job.tracking_uri,
+            tracking_uri=self.tracking.uri if self.tracking else job.tracking_uri,
+            wait_timeout_s=60.0,  # the embedded server may be starting
         )
 
     def _start_metrics(self, job: JobRun, run: Any) -> list[Any]:
@@ -219,11 +266,18 @@ class Supervisor:
                     run.run_id,
                     node_id=node_id,
                     sampling_interval_s=float(interval) if interval else None,
-                    tracking_uri=job.tracking_uri,
+                    tracking_uri=run.tracking_uri,
                     visible_gpus=visible,
                 )
-                run.client.set_tag(run.run_id, f"{TAG_SYSTEM_METRICS}.{node_id}", monitor.summary)
                 monitors.append(monitor)
+                assert self.tracking is not None
+                self.tracking.call(
+                    "tagging the run",
+                    run.client.set_tag,
+                    run.run_id,
+                    f"{TAG_SYSTEM_METRICS}.{node_id}",
+                    monitor.summary,
+                )
             except Exception as error:
                 log.warning("system metrics of %s are off: %s", node_id, error)
         return monitors
@@ -241,14 +295,16 @@ class Supervisor:
         for node in range(job.num_nodes):
             gpus = job.gpus[node] if node < len(job.gpus) else []
             visible = cuda_visible_devices([Gpu(i, "") for i in gpus])
+            assert self.tracking is not None
             env = node_environment(
-                os.environ,
+                self.node_env,
                 node=node,
                 num_nodes=job.num_nodes,
                 master_port=port,
                 user_env=spec.get("env_variables") or {},
                 owned={
-                    **run.env(),
+                    **self.tracking.env(),
+                    **(run.env() if run is not None else {}),
                     JOB_ENV: job.id,
                     "JUPYTER_AIR_ATTEMPT": str(attempt),
                 },
@@ -385,8 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    node_env = bound_mlflow_calls()
     store = JobStore.for_data_dir(data_dir(args.data_dir))
-    supervisor = Supervisor(store, args.job_id)
+    supervisor = Supervisor(store, args.job_id, node_env=node_env)
     supervisor.install_signal_handlers()
     try:
         return supervisor.run()

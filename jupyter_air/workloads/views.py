@@ -96,6 +96,7 @@ def job_json(job: JobRun, connection: Connection | None = None) -> dict[str, Any
         "duration_s": duration_s(job),
         "cancel_requested": job.cancel_requested is not None,
         "logs_purged": job.logs_purged_at is not None,
+        "warnings": job.warnings,
         "attempts": attempts,
         "links": links,
     }

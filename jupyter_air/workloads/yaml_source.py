@@ -3,6 +3,11 @@ where they are (``compute.num_accelerators: … (line 5)``).
 
 PyYAML's composer gives a node tree with start marks; we walk it once to map field paths to lines
 and to find duplicate keys (which ``safe_load`` would silently resolve to the last one).
+
+Aliases (``*name``) make the tree a graph whose expansion can be exponential (nine levels of nine
+aliases: 387 million values from a 1 KB file). Each node is walked once — an alias's lines are its
+anchor's — and a document whose expansion exceeds ``MAX_VALUES`` is refused before anything reads
+the data (validation and error messages would otherwise expand it).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Path = tuple[str | int, ...]
+
+MAX_VALUES = 100_000  # scalars, mappings and sequences, aliases expanded
 
 
 @dataclass
@@ -66,6 +73,8 @@ def load(text: str) -> Document:
 
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _check_expansion(node)
         data = yaml.load(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
@@ -82,18 +91,62 @@ def load(text: str) -> Document:
         ) from None
     except yaml.YAMLError as error:  # e.g. more than one document
         raise YamlSyntaxError(Problem("", f"YAML error: {error}")) from None
+    except RecursionError:
+        raise YamlSyntaxError(
+            Problem("", "the document is nested too deeply to be a workload file")
+        ) from None
     document = Document(data)
     if node is not None:
         document.lines[()] = node.start_mark.line + 1
-        _walk(node, (), document)
+        _walk(node, (), document, set())
     return document
 
 
-def _walk(node: Any, path: Path, document: Document) -> None:
+def _check_expansion(root: Any) -> None:
+    """Refuse a document that aliases expand beyond MAX_VALUES (each node counted once, with
+    its expanded size remembered)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # a node that contains itself counts once
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > MAX_VALUES:
+                break
+        sizes[id(node)] = total
+        return total
+
+    if size(root) > MAX_VALUES:
+        raise YamlSyntaxError(
+            Problem(
+                "",
+                f"the document expands to more than {MAX_VALUES:,} values through YAML aliases "
+                "(*name): a workload file is a few fields; write the values out instead",
+                line=root.start_mark.line + 1,
+            )
+        )
+
+
+def _walk(node: Any, path: Path, document: Document, walked: set[int]) -> None:
     import yaml
 
     if not (isinstance(node, yaml.ScalarNode) and node.value == ""):  # an empty value: key's line
         document.value_lines[path] = node.start_mark.line + 1
+    if id(node) in walked:
+        return  # an alias of a node already walked: its lines are the anchor's
+    walked.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -110,12 +163,12 @@ def _walk(node: Any, path: Path, document: Document) -> None:
                 )
             seen[key] = line
             document.lines[child] = line
-            _walk(value_node, child, document)
+            _walk(value_node, child, document, walked)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = (*path, index)
             document.lines[child] = item.start_mark.line + 1
-            _walk(item, child, document)
+            _walk(item, child, document, walked)
 
 
 def dotted(path: Path) -> str:
