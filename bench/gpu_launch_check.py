@@ -167,7 +167,7 @@ def main() -> int:
 
         print("starting an MLflow tracking server…", flush=True)
         server = start_mlflow(folder)
-        os.environ["MLFLOW_TRACKING_URI"] = server.url
+        os.environ.update(server.env())  # its URI and token
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         os.environ["JUPYTER_AIR_DATA_DIR"] = str(folder / "data")
         try:

@@ -56,7 +56,7 @@ def main() -> None:
         root.mkdir()
         env = {
             **os.environ,
-            "MLFLOW_TRACKING_URI": server.url,
+            **server.env(),  # its URI and token
             "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
             "JUPYTER_AIR_MLFLOW_UI": "/air/mlflow/",
             "JUPYTER_AIR_ROOT_DIR": str(root),

@@ -124,6 +124,7 @@ async def test_embedded_server_lifecycle_proxy_and_kernel_env(
     kernel = jp_serverapp.kernel_manager.get_kernel(session["kernel"]["id"])
     environ = psutil.Process(kernel.provisioner.pid).environ()
     assert environ["MLFLOW_TRACKING_URI"] == service.process.url
+    assert environ["MLFLOW_TRACKING_TOKEN"] == service.process.token  # it answers only with it
     assert environ["JUPYTER_AIR_MLFLOW_UI"] == f"{jp_base_url}air/mlflow/"
     notebook = os.path.relpath(environ["JPY_SESSION_NAME"], environ["JUPYTER_AIR_ROOT_DIR"])
     assert notebook == "nb/a.ipynb"
