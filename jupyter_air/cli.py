@@ -422,6 +422,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         ("Run name", job.run_name),
         ("Command", job.command),
         ("Compute", compute_text(job.compute) + _gpus_text(job)),
+        ("Backend", _backend_text(job)),
         ("Working dir", job.working_dir),
         ("Retries", f"up to {job.max_retries}"),
         ("Timeout", f"{job.timeout_minutes:g} min per attempt" if job.timeout_minutes else None),
@@ -443,17 +444,20 @@ def cmd_get(args: argparse.Namespace) -> int:
         rows = []
         for attempt in data["attempts"]:
             link = attempt["links"].get("run") or attempt["mlflow_run_id"] or ""
+            hosts = ",".join(n["host"] or "?" for n in attempt["nodes"]) if attempt["nodes"] else ""
             rows.append(
                 [
                     str(attempt["attempt"]),
                     attempt["status"],
                     _when(attempt["started_at"]),
                     _duration(attempt["duration_s"]),
+                    f"{attempt['backend']} {hosts}".strip(),
                     attempt["reason"] or "",
                     link,
                 ]
             )
-        _table(["#", "STATUS", "STARTED", "DURATION", "REASON", "MLFLOW RUN"], rows, indent=2)
+        headers = ["#", "STATUS", "STARTED", "DURATION", "WHERE", "REASON", "MLFLOW RUN"]
+        _table(headers, rows, indent=2)
     links = data["links"]
     print("\nLinks")
     if links:
@@ -471,6 +475,12 @@ def cmd_get(args: argparse.Namespace) -> int:
             "(start JupyterLab)."
         )
     return EXIT_OK
+
+
+def _backend_text(job: JobRun) -> str:
+    if (job.backend or "local") == "local":
+        return "local (every node on this machine)"
+    return f"{job.backend} (cluster {job.cluster or 'of RAY_ADDRESS'})"
 
 
 def _gpus_text(job: JobRun) -> str:

@@ -36,7 +36,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   # torch (the `torch` extra) pinned: 2.13.0 is a CPU build on these machines, where a newer
   # release would pull a multi-GB CUDA build
   pip install --quiet --disable-pip-version-check "torch==2.13.0"
-  pip install --quiet --disable-pip-version-check -e ".[test]"
+  # Ray (the `ray` extra): the test suite runs a real multi-node Ray cluster on loopback
+  pip install --quiet --disable-pip-version-check -e ".[test,ray]"
   touch "$stamp"
 fi
 

@@ -62,3 +62,104 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
     else:
         os.environ["MLFLOW_TRACKING_TOKEN"] = previous
     server.stop()
+
+
+class RayCluster:
+    """The ``ray_cluster`` fixture: a real Ray cluster of 3 nodes on loopback
+    (tests/ray_cluster.py)."""
+
+    def __init__(self, process, info: dict, temp: str) -> None:
+        self.process = process
+        self.info = info
+        self.temp = temp
+
+    @property
+    def address(self) -> str:
+        return self.info["address"]
+
+    @property
+    def workers(self) -> list[str]:
+        return self.info["workers"]
+
+    def env(self) -> dict[str, str]:
+        """What a process that uses the cluster needs (drivers: supervisors, kernels)."""
+        from ray_cluster import LOOPBACK_ENV
+
+        return {**LOOPBACK_ENV, "RAY_ADDRESS": self.address}
+
+    def command(self, line: str, timeout: float = 120.0) -> dict:
+        import json
+        import select
+
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            raise AssertionError(f"the Ray cluster did not answer {line!r} in {timeout} s")
+        answer = json.loads(self.process.stdout.readline())
+        if "address" in answer:
+            self.info = answer
+        return answer
+
+    def kill(self, node_id: str) -> None:
+        """A machine lost: SIGKILL of that node's raylet and its processes."""
+        assert self.command(f"kill {node_id}")["killed"] == node_id
+
+    def add(self) -> None:
+        self.command("add")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One real multi-node Ray cluster on loopback for the session: a head and 2 workers, each
+    with 2 CPUs and 2 fake GPUs. Every Ray process it started is stopped at the end, by its
+    session (never `ray stop`: that stops every Ray of every user of the machine)."""
+    import json
+    import os
+    import select
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import psutil
+
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        pytest.fail('Ray is not installed: pip install -e ".[test,ray]" (make test does it)')
+    from ray_cluster import LOOPBACK_ENV
+
+    temp = tempfile.mkdtemp(prefix="air-ray-", dir="/tmp")  # short: Ray's socket paths
+    env = {**os.environ, **LOOPBACK_ENV, "RAY_TMPDIR": temp}
+    env.pop("RAY_ADDRESS", None)
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("ray_cluster.py")), "3"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=open(os.path.join(temp, "cluster.log"), "w"),  # noqa: SIM115
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    ready, _, _ = select.select([process.stdout], [], [], 300)
+    if not ready:
+        log = Path(temp, "cluster.log").read_text()[-3000:]
+        process.kill()
+        pytest.fail(f"the Ray cluster did not start in 300 s:\n{log}")
+    cluster = RayCluster(process, json.loads(process.stdout.readline()), temp)
+    yield cluster
+    try:
+        cluster.process.stdin.write("quit\n")
+        cluster.process.stdin.flush()
+        cluster.process.wait(timeout=60)
+    except Exception:
+        pass
+    for proc in psutil.process_iter():  # what re-parented to init keeps its session
+        try:
+            if os.getsid(proc.pid) == process.pid:
+                proc.kill()
+        except (psutil.Error, OSError):
+            continue
+    shutil.rmtree(temp, ignore_errors=True)

@@ -17,21 +17,25 @@ WORKLOADS = [
     "follow",
     "jobs",
     "levels",
-    "local_backend",
     "logfile",
     "logquery",
     "paths",
     "processes",
+    "reconcile",
     "retention",
     "spec",
     "store",
     "supervisor",
+    "tracking_calls",
     "views",
     "yaml_source",
 ]
+BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_node"]
 MODULES = [
     "jupyter_air.workloads",
     *(f"jupyter_air.workloads.{name}" for name in WORKLOADS),
+    "jupyter_air.backends",
+    *(f"jupyter_air.backends.{name}" for name in BACKENDS),
     "jupyter_air.cli",
     "jupyter_air.magics",
 ]
@@ -42,7 +46,7 @@ def test_import_is_light(module):
     allowed = {"pydantic"} if module.endswith(".spec") else set()
     code = (
         f"import sys, threading; import {module}; "
-        "heavy = {m.split('.')[0] for m in sys.modules} & {'mlflow', 'torch', 'pydantic'}; "
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'mlflow', 'torch', 'pydantic', 'ray'}; "
         f"heavy -= {allowed!r}; "
         "assert not heavy, heavy; "
         "assert threading.active_count() == 1, threading.enumerate()"

@@ -257,14 +257,14 @@ def test_too_many_environment_variables(tmp_path):
 
 
 def test_the_local_backend_refuses_more_nodes_than_one_machine_runs(tmp_path):
-    from jupyter_air.workloads.local_backend import check_shape
+    from jupyter_air.backends.local import LocalBackend
 
     spec = load_spec(
         "experiment_name: e\ncommand: 'true'\ncompute:\n  accelerator_type: CPU\n  num_nodes: 17\n",
         base_dir=tmp_path,
     )
     with pytest.raises(SpecError) as info:
-        check_shape(spec)
+        LocalBackend().check(spec)
     assert str(info.value).startswith(
         "compute.num_nodes: is 17; the local backend runs at most 16 nodes, all on this machine "
         "(line 5); to run on several machines, connect a Ray cluster"

@@ -14,12 +14,22 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..pids import signal_group, signal_name
+
+__all__ = [
+    "AGENT_PID_ENV",
+    "RankProcess",
+    "die_with_parent",
+    "signal_group",
+    "signal_name",
+    "watch_parent",
+]
 
 PR_SET_PDEATHSIG = 1
 AGENT_PID_ENV = "JUPYTER_AIR_AGENT_PID"  # the agent's pid, for its ranks
@@ -79,16 +89,3 @@ class RankProcess:
         if self.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.pid, sig)
-
-
-def signal_group(pid: int, sig: int) -> None:
-    """Signal the process group led by ``pid`` (a process started in its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-def signal_name(code: int) -> str:
-    try:
-        return signal.Signals(code).name
-    except ValueError:
-        return f"signal {code}"

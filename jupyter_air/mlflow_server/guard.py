@@ -17,7 +17,6 @@ stopping the group stops both, so no child is left holding the port. It watches 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
@@ -27,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-from ..pids import group_alive
+from ..pids import stop_group
 from ..tracking.readiness import healthy
 from .records import (
     FAILED,
@@ -240,24 +239,6 @@ class Guard:
             self._set(state=STOPPED, mlflow_pid=None, next_start_at=None)
             log.info("stopped")
         return 0
-
-
-def stop_group(pgid: int, grace_s: float, process: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM to the process group, SIGKILL to whatever is left after ``grace_s``."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if process is not None:
-            process.poll()
-        if not group_alive(pgid):
-            break
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    if process is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=5)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,8 @@ from .retention import purge_logs
 from .store import CANCELLED, FAILED, TERMINAL, JobRun, JobStore
 
 if TYPE_CHECKING:
+    from ..backends.choice import Choice
+    from ..backends.ray_backend import RayBackend
     from .spec import WorkloadSpec
 
 log = logging.getLogger(__name__)
@@ -59,34 +61,67 @@ def submit(
 ) -> JobRun:
     """Submit a validated workload; returns its job run (PENDING, supervisor started).
 
-    In this order — the workload's own problems first: the GPUs, then the tracking server
-    (``connection``, or a function giving it, called after the GPU check; by default found by
-    ``find_connection``, which starts the data folder's embedded server when nothing else is
-    there), then the experiment. Raises CapacityError (not enough GPUs), NoTrackingServer,
-    ExperimentError (artifact location differs, experiment deleted) or an MLflow error —
-    having created nothing."""
+    In this order — the workload's own problems first: where it runs (the backend, see
+    backends/choice.py: the local machine's GPUs, or the Ray cluster's nodes), then the tracking
+    server (``connection``, or a function giving it, called after those checks; by default found
+    by ``find_connection``, which starts the data folder's embedded server when nothing else is
+    there), then the experiment. Raises SpecError (a shape the backend cannot run),
+    CapacityError (not enough GPUs or nodes), NoTrackingServer, ExperimentError (artifact
+    location differs, experiment deleted) or an MLflow error — having created nothing."""
+    from ..backends.choice import choose
     from ..tracking.naming import current_user
-    from .local_backend import check_shape
 
     store = store or open_store()
-    check_shape(spec)
-    if callable(inventory):
-        inventory = inventory()
-    gpus = assign_gpus(spec.compute, inventory if inventory is not None else gpu_inventory())
-    if connection is None:
-        connection = find_connection(start_embedded=True, data=store.data_dir)
-        assert connection is not None
-    elif callable(connection):
-        connection = connection()
+    choice = choose(spec.compute.backend, environ)
+    gpus, ray = _place(spec, choice, inventory)
+    try:
+        if connection is None:
+            connection = find_connection(start_embedded=True, data=store.data_dir)
+            assert connection is not None
+        elif callable(connection):
+            connection = connection()
+        if ray is not None:
+            ray.check_reachable(connection.tracking_uri)
+    finally:
+        if ray is not None:
+            ray.close()
     try:
         return _submit(
             spec, store, connection, gpus, spec_yaml, spec_path, source, notebook, job_id,
-            environ, report, current_user(),
+            environ, report, current_user(), choice,
         )  # fmt: skip
     finally:
         if connection.lease is not None:  # the supervisor holds its own from now on
             connection.lease.release()
             connection.lease = None
+
+
+def _place(
+    spec: WorkloadSpec,
+    choice: Choice,
+    inventory: GpuInventory | Callable[[], GpuInventory] | None,
+) -> tuple[list[Any], RayBackend | None]:
+    """Check the workload fits where it runs: the GPUs of each node on this machine (local),
+    or the Ray cluster's shape (ray; the backend is returned, connected, for one more check)."""
+    if choice.backend == "ray":
+        from ..backends.choice import require_ray
+        from ..backends.ray_backend import RayBackend
+
+        require_ray(choice.why)
+        ray = RayBackend(choice.address)
+        try:
+            ray.check(spec)
+        except BaseException:
+            ray.close()
+            raise
+        return [[] for _ in range(spec.compute.num_nodes)], ray
+    from ..backends.local import LocalBackend
+
+    LocalBackend().check(spec)
+    if callable(inventory):
+        inventory = inventory()
+    gpus = assign_gpus(spec.compute, inventory if inventory is not None else gpu_inventory())
+    return gpus, None
 
 
 def _submit(
@@ -102,6 +137,7 @@ def _submit(
     environ: Mapping[str, str] | None,
     report: Callable[[str], None] | None,
     user: str,
+    choice: Choice,
 ) -> JobRun:
     from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
     from .tracking_calls import EMBEDDED, EXTERNAL
@@ -133,6 +169,8 @@ def _submit(
         user=user,
         tracking_uri=connection.tracking_uri,
         tracking=EMBEDDED if connection.embedded else EXTERNAL,
+        backend=choice.backend,
+        cluster=choice.address,
         server_url=connection.server_url,
         mlflow_ui=connection.mlflow_ui,
     )

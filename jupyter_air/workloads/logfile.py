@@ -110,6 +110,32 @@ class LogWriter:
             stats.first_t = stats.first_t or stamp
             stats.last_t = stamp
 
+    def append_raw(self, data: bytes) -> None:
+        """Append complete lines already in this format (a remote node's log, brought home):
+        byte for byte, with the node's own timestamps; the counters follow."""
+        if not data:
+            return
+        if not data.endswith(b"\n"):
+            raise ValueError("append_raw takes complete lines")
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"log file {self.path} is closed")
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            stats = self.stats
+            stats.bytes += len(data)
+            stats.lines += data.count(b"\n")
+            stats.errors += data.startswith(b"ERROR") + data.count(b"\nERROR")
+            stats.warnings += data.startswith(b"WARN ") + data.count(b"\nWARN ")
+            first = data[T_START:T_END].decode("ascii", "replace")
+            last_line = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :]
+            last = last_line[T_START:T_END].decode("ascii", "replace")
+            stats.first_t = stats.first_t or first
+            stats.last_t = last
+            self._last_t = max(self._last_t, last)
+
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:

@@ -12,10 +12,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
-from ..pids import group_alive, is_running
+from ..pids import is_running
 
 JOB_ENV = "JUPYTER_AIR_JOB_ID"
 
@@ -40,31 +40,6 @@ def spawn_detached(
         )
     threading.Thread(target=process.wait, name="jupyter-air-reaper", daemon=True).start()
     return process.pid
-
-
-def signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to process group ``pgid``; False when the group is gone."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-
-
-def stop_groups(pgids: Iterable[int], grace_s: float = 10.0) -> None:
-    """SIGTERM to every group, then SIGKILL to those still there after ``grace_s``."""
-    groups = [g for g in pgids if g]
-    for pgid in groups:
-        signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    remaining = list(groups)
-    while remaining and time.monotonic() < deadline:
-        time.sleep(0.1)
-        remaining = [g for g in remaining if group_alive(g)]
-    for pgid in remaining:
-        signal_group(pgid, signal.SIGKILL)
 
 
 def job_processes(job_id: str) -> list[int]:

@@ -21,7 +21,7 @@ import os
 import re
 import urllib.parse
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -71,6 +71,7 @@ class Compute(BaseModel):
     num_accelerators: Accelerators = 1
     accelerator_type: str = "GPU"
     num_nodes: Nodes = 1
+    backend: Literal["local", "ray"] | None = None  # None: chosen by backends.choice
 
     @field_validator("accelerator_type", mode="before")
     @classmethod
@@ -163,10 +164,13 @@ FIELD_HELP: dict[str, str] = {
     ),
     "mlflow_run_name": f"must be a non-empty string, at most {MAX_NAME} characters",
     "mlflow_artifact_location": "must be a non-empty string: a folder path or an artifact URI",
-    "compute": "must be a mapping with num_accelerators, accelerator_type, num_nodes",
+    "compute": "must be a mapping with num_accelerators, accelerator_type, num_nodes, backend",
     "compute.num_accelerators": f"must be an integer from 1 to {MAX_ACCELERATORS} (per node)",
     "compute.num_nodes": f"must be an integer from 1 to {MAX_NODES}",
     "compute.accelerator_type": "must be GPU, CPU, or a GPU model name such as H100 or A100",
+    "compute.backend": (
+        "must be local (every node on this machine) or ray (each node on its own Ray node)"
+    ),
     "command": (
         "must be a non-empty string (run by /bin/sh) or a list of strings "
         "(e.g. torchrun --nproc_per_node=2 train.py), at most 64 KiB each"

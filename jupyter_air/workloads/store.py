@@ -21,7 +21,7 @@ from typing import Any
 
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -122,6 +122,15 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE jobs ADD COLUMN runs_closed_at REAL",
         "CREATE INDEX jobs_runs_open ON jobs (runs_closed_at, ended_at)",
     ],
+    2: [
+        # where the nodes ran: 'local' or 'ray', and the cluster's address
+        "ALTER TABLE jobs ADD COLUMN backend TEXT",
+        "ALTER TABLE jobs ADD COLUMN cluster TEXT",
+        "ALTER TABLE attempts ADD COLUMN backend TEXT",
+        "ALTER TABLE attempts ADD COLUMN hosts TEXT",  # per node, comma-separated
+        "ALTER TABLE nodes ADD COLUMN host TEXT",
+        "ALTER TABLE nodes ADD COLUMN machine TEXT",  # the backend's name for it (Ray node id)
+    ],
 }
 MAX_WARNINGS = 50
 
@@ -145,6 +154,8 @@ class NodeProcess:
     exit_code: int | None = None
     signal: int | None = None
     ended_at: float | None = None
+    host: str | None = None
+    machine: str | None = None
 
 
 @dataclass
@@ -159,6 +170,8 @@ class Attempt:
     mlflow_run_id: str | None
     started_at: float
     ended_at: float | None
+    backend: str | None = None
+    hosts: str | None = None
     nodes: list[NodeProcess] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,6 +231,8 @@ class JobRun:
     tracking: str | None = None
     warnings: list[dict[str, Any]] = field(default_factory=list)
     runs_closed_at: float | None = None
+    backend: str | None = None
+    cluster: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -533,12 +548,14 @@ class JobStore:
         pid: int | None,
         started: float | None,
         gpus: str | None,
+        host: str | None = None,
+        machine: str | None = None,
     ) -> None:
         with self._write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO nodes (job_id, attempt, node, pid, started, gpus) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (job_id, attempt, node, pid, started, gpus),
+                "INSERT OR REPLACE INTO nodes (job_id, attempt, node, pid, started, gpus, host, "
+                "machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (job_id, attempt, node, pid, started, gpus, host, machine),
             )
 
     def finish_node(
@@ -567,6 +584,8 @@ class JobStore:
                     exit_code=row["exit_code"],
                     signal=row["signal"],
                     ended_at=row["ended_at"],
+                    host=row["host"],
+                    machine=row["machine"],
                 )
             )
         for row in conn.execute(
@@ -585,6 +604,8 @@ class JobStore:
                     mlflow_run_id=row["mlflow_run_id"],
                     started_at=row["started_at"],
                     ended_at=row["ended_at"],
+                    backend=row["backend"],
+                    hosts=row["hosts"],
                     nodes=nodes.get(key, []),
                 )
             )

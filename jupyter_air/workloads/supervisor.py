@@ -1,13 +1,15 @@
 """The supervisor of one job run: ``python -m jupyter_air.workloads.supervisor <job id>``.
 
 Started detached (its own session, no inherited stdio, output in ``<job folder>/supervisor.log``)
-by the submission, it outlives the CLI or kernel that submitted the job. For each attempt — the
-first, then each retry up to ``max_retries`` after a non-zero exit, a signal or a timeout — it
-creates a new MLflow run in the experiment, starts every node (local backend), records system
-metrics per node, captures the logs, uploads them to the run, and ends the run FINISHED, FAILED
-or KILLED. The job run ends SUCCEEDED, FAILED or CANCELLED with the reason. SIGTERM (what
-``air cancel`` sends) cancels: every node's process group gets SIGTERM, then SIGKILL after a grace
-period. GPU sampling in the Jupyter server is held awake for the job's duration.
+by the submission, it outlives the CLI or kernel that submitted the job. Its attempts run through
+the supervision core (``backends.agent``) on the job's backend — every node on this machine, or
+each on its own Ray node. For each attempt — the first, then each retry up to ``max_retries``
+after a non-zero exit, a signal, a lost node or a timeout — it creates a new MLflow run in the
+experiment, starts every node, records system metrics per node (sampled on the node), keeps the
+logs (on the Jupyter host, whatever ran them), uploads them to the run, and ends the run FINISHED,
+FAILED or KILLED. The job run ends SUCCEEDED, FAILED or CANCELLED with the reason. SIGTERM (what
+``air cancel`` sends) cancels: every node's process group gets SIGTERM, then SIGKILL after a
+grace period. GPU sampling in the Jupyter server is held awake for the job's duration.
 """
 
 from __future__ import annotations
@@ -21,30 +23,24 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ..backends.agent import CANCELLED, FAILED, SUCCEEDED, GroupAgent, Outcome
+from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .paths import data_dir, log_path
-from .store import CANCELLED, FAILED, SUCCEEDED, TERMINAL, JobRun, JobStore
+from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
 GRACE_ENV = "JUPYTER_AIR_KILL_GRACE_S"
 DEFAULT_GRACE_S = 10.0
-INDEX_EVERY_S = 2.0
 
 TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"
+TAG_BACKEND = "jupyter_air.workload.backend"
 
-
-@dataclass
-class Outcome:
-    status: str  # SUCCEEDED | FAILED | CANCELLED
-    reason: str
-    exit_code: int | None = None
-    signal: int | None = None
-    timed_out: bool = False
+__all__ = ["Outcome", "Supervisor", "kill_grace_s", "main"]
 
 
 def kill_grace_s() -> float:
@@ -63,35 +59,46 @@ class Supervisor:
         self.cancel = threading.Event()
         self.cancel_reason = "cancelled (air cancel)"
         self.grace_s = kill_grace_s()
-        # what nodes start from: the supervisor's environment before its MLflow calls were
-        # bounded (the command keeps MLflow's own retries)
+        # what nodes on this machine start from: the supervisor's environment before its MLflow
+        # calls were bounded (the command keeps MLflow's own retries)
         self.node_env = dict(node_env if node_env is not None else os.environ)
         self.tracking: JobTracking | None = None
+        self.agent: GroupAgent | None = None
 
     # signals ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
         def on_signal(signum: int, frame: Any) -> None:
             self.cancel.set()
+            if self.agent is not None:
+                self.agent.wake.set()
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    def _check_cancel(self) -> bool:
-        if not self.cancel.is_set() and self.store.cancel_requested(self.job_id):
-            self.cancel.set()
+    _last_cancel_check = 0.0
+
+    def _check_cancel(self, every_s: float = 0.0) -> bool:
+        """Cancelled by a signal, or asked in the job store (looked at every ``every_s``)."""
+        if self.cancel.is_set():
+            return True
+        now = time.monotonic()
+        if now - self._last_cancel_check >= every_s:
+            self._last_cancel_check = now
+            if self.store.cancel_requested(self.job_id):
+                self.cancel.set()
         return self.cancel.is_set()
 
     # the job ---------------------------------------------------------------------------------
     def run(self) -> int:
-        from ..pids import process_start_time as start_time
+        from ..pids import process_start_time
         from ..telemetry.hold_files import HoldFile
 
         job = self.store.get_job(self.job_id)
         if job.status in TERMINAL:
             log.info("job run %s already ended %s", self.job_id, job.status)
             return 0
-        self.store.set_supervisor(self.job_id, os.getpid(), start_time(os.getpid()))
+        self.store.set_supervisor(self.job_id, os.getpid(), process_start_time(os.getpid()))
         if not self.store.mark_running(self.job_id) or self._check_cancel():
             self.store.finish_job(self.job_id, CANCELLED, "cancelled before it started")
             return 0
@@ -129,110 +136,110 @@ class Supervisor:
                 self.tracking.finish()
 
     def _attempts(self, job: JobRun) -> Outcome:
-        total = job.max_retries + 1
-        last: Outcome | None = None
-        for attempt in range(1, total + 1):
-            if self._check_cancel():
-                return Outcome(CANCELLED, self.cancel_reason)
-            outcome = self._attempt(job, attempt, total)
-            log.info("attempt %d of %d: %s (%s)", attempt, total, outcome.status, outcome.reason)
-            if outcome.status == SUCCEEDED:
-                if attempt == 1:
-                    return Outcome(SUCCEEDED, "the command succeeded")
-                return Outcome(SUCCEEDED, f"the command succeeded on attempt {attempt}")
-            if outcome.status == CANCELLED:
-                return outcome
-            last = outcome
-        assert last is not None
-        tries = f"{total} attempt{'s' if total != 1 else ''}"
-        return Outcome(FAILED, f"{last.reason} (failed {tries})", last.exit_code, last.signal)
-
-    # one attempt -----------------------------------------------------------------------------
-    def _attempt(self, job: JobRun, attempt: int, total: int) -> Outcome:
-        from .local_backend import free_port
+        from ..backends.choice import backend_for
 
         assert self.tracking is not None
+        backend = backend_for(job.backend, job.cluster, environ=self.node_env)
+        self.agent = GroupAgent(
+            backend,
+            JobAttempts(self, job, self.tracking),
+            max_restarts=job.max_retries,
+            grace_s=self.grace_s,
+            cancelled=lambda: self._check_cancel(every_s=1.0),
+            cancel_reason=lambda: self.cancel_reason,
+            timeout_s=job.timeout_minutes * 60 if job.timeout_minutes else None,
+        )
+        return self.agent.run()
+
+
+class JobAttempts:
+    """What an attempt of a job run is beyond its processes: its MLflow run, its log files and
+    their index, its row in the job store (the supervision core calls these)."""
+
+    def __init__(self, supervisor: Supervisor, job: JobRun, tracking: JobTracking) -> None:
+        self.supervisor = supervisor
+        self.store = supervisor.store
+        self.job = job
+        self.tracking = tracking
+        self.total = job.max_retries + 1
+        self.run: Any = None
+        self.writers: dict[int, Any] = {}
+        self.uploader: Any = None
+
+    # before ----------------------------------------------------------------------------------
+    def prepare(self, attempt: int) -> GroupLaunch:
+        from .logfile import LogWriter
+        from .processes import JOB_ENV
+
+        job = self.job
         try:
-            run = self._start_run(job, attempt, total)
+            self.run = self._start_run(attempt)
         except Exception as error:
             # the attempt runs all the same; its run is created when MLflow answers again
             log.error("MLflow run of attempt %d:\n%s", attempt, traceback.format_exc())
             self.tracking.failed(f"creating the run of attempt {attempt}", error)
-            run = None
+            self.run = None
+        run = self.run
         self.store.start_attempt(job.id, attempt, mlflow_run_id=run.run_id if run else None)
-        metrics = self._start_metrics(job, run) if run is not None else []
-        port = free_port()
-        outcome = Outcome(FAILED, "did not start")
-        nodes: list[Any] = []
-        writers: dict[int, Any] = {}
-        uploader = None
-        try:
+        self.store.update_attempt(job.id, attempt, backend=job.backend or "local")
+        self.writers = {}
+        for node in range(job.num_nodes):
+            path = log_path(self.store.data_dir, job.id, attempt, node)
+            self.writers[node] = LogWriter(path)
+            self.store.index_log_file(job.id, attempt, node, str(path))
+        if run is not None:
             from .artifacts import LogUploader
-            from .logfile import LogWriter
 
-            for node in range(job.num_nodes):
-                path = log_path(self.store.data_dir, job.id, attempt, node)
-                writers[node] = LogWriter(path)
-                self.store.index_log_file(job.id, attempt, node, str(path))
-            if run is not None:
-                uploader = LogUploader(
-                    run.client,
-                    run.run_id,
-                    attempt,
-                    {n: w.path for n, w in writers.items()},
-                    lambda: {n: w.stats.bytes for n, w in writers.items()},
-                ).start()
-            nodes = self._start_nodes(job, attempt, run, port, writers)
-            outcome = self._wait(job, nodes, writers, attempt)
-        except Exception as error:
-            log.error("attempt %d:\n%s", attempt, traceback.format_exc())
-            outcome = Outcome(FAILED, f"could not run the command: {error}")
-        finally:
-            self._wind_down(job, attempt, nodes, writers, outcome)
-            for monitor in metrics:
-                self.tracking.call("system metrics", monitor.finish)
-            if uploader is not None:
-                uploader.finish()
-                self._mark_uploaded(job.id, attempt, uploader, writers)
-            if run is not None:
-                run_status = {SUCCEEDED: "FINISHED", CANCELLED: "KILLED"}.get(
-                    outcome.status, "FAILED"
-                )
-                self.tracking.call(f"ending the run of attempt {attempt}", run.end, run_status)
-            self.store.finish_attempt(
-                job.id,
+            writers = self.writers
+            self.uploader = LogUploader(
+                run.client,
+                run.run_id,
                 attempt,
-                outcome.status,
-                outcome.reason,
-                exit_code=outcome.exit_code,
-                signal=outcome.signal,
-                timed_out=outcome.timed_out,
+                {n: w.path for n, w in writers.items()},
+                lambda: {n: w.stats.bytes for n, w in writers.items()},
+            ).start()
+        spec = job.spec
+        owned = {
+            **(spec.get("env_variables") or {}),
+            **self.tracking.env(),
+            **(run.env() if run is not None else {}),
+            JOB_ENV: job.id,
+            "JUPYTER_AIR_ATTEMPT": str(attempt),
+        }
+        argv = argv_for(spec["command"])
+        cwd = job.working_dir or os.getcwd()
+        nodes = [
+            NodeLaunch(
+                node=node,
+                argv=argv,
+                env=owned,
+                cwd=cwd,
+                writer=self.writers[node],
+                gpus=tuple(job.gpus[node]) if node < len(job.gpus) else (),
             )
-        return outcome
+            for node in range(job.num_nodes)
+        ]
+        compute = job.compute
+        uses_gpus = compute.get("accelerator_type", "GPU") != "CPU"
+        return GroupLaunch(
+            job_id=job.id,
+            attempt=attempt,
+            nodes=nodes,
+            accelerators=int(compute.get("num_accelerators", 1)) if uses_gpus else 0,
+            accelerator_type=str(compute.get("accelerator_type", "GPU")),
+            grace_s=self.supervisor.grace_s,
+        )
 
-    def _mark_uploaded(
-        self, job_id: str, attempt: int, uploader: Any, writers: dict[int, Any]
-    ) -> None:
-        """Log files whose last upload went through; the others are uploaded by reconcile."""
-        for node, writer in writers.items():
-            if uploader.uploaded.get(node) == writer.stats.bytes and writer.path.exists():
-                self.store.index_log_file(
-                    job_id, attempt, node, str(writer.path), uploaded_at=time.time()
-                )
-        if uploader.last_error:
-            assert self.tracking is not None
-            self.tracking.failed(
-                f"uploading the logs of attempt {attempt}", RuntimeError(uploader.last_error)
-            )
-
-    def _start_run(self, job: JobRun, attempt: int, total: int) -> Any:
+    def _start_run(self, attempt: int) -> Any:
         from ..tracking.runs import ManagedRun
 
+        job = self.job
         source = job.spec_path or ("%%air_run" if job.source == "magic" else "air run")
         tags = {
             TAG_JOB: job.id,
             TAG_ATTEMPT: str(attempt),
-            TAG_ATTEMPTS: str(total),
+            TAG_ATTEMPTS: str(self.total),
+            TAG_BACKEND: job.backend or "local",
             "mlflow.source.type": "JOB",
         }
         tags["mlflow.source.name"] = job.notebook or source
@@ -247,163 +254,106 @@ class Supervisor:
             resume_from_env=False,
             nested=False,
             system_metrics=False,
-            tracking_uri=self.tracking.uri if self.tracking else job.tracking_uri,
+            tracking_uri=self.tracking.uri or job.tracking_uri,
             wait_timeout_s=60.0,  # the embedded server may be starting
         )
 
-    def _start_metrics(self, job: JobRun, run: Any) -> list[Any]:
-        from ..tracking.system_metrics import TAG_SYSTEM_METRICS, start_system_metrics
-        from .capacity import Gpu, cuda_visible_devices
-
-        interval = os.environ.get("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S")
-        monitors = []
-        for node in range(job.num_nodes):
-            gpus = job.gpus[node] if node < len(job.gpus) else []
-            visible = cuda_visible_devices([Gpu(i, "") for i in gpus])
-            node_id = f"node_{node}"
-            try:
-                monitor = start_system_metrics(
-                    run.run_id,
-                    node_id=node_id,
-                    sampling_interval_s=float(interval) if interval else None,
-                    tracking_uri=run.tracking_uri,
-                    visible_gpus=visible,
-                )
-                monitors.append(monitor)
-                assert self.tracking is not None
-                self.tracking.call(
-                    "tagging the run",
-                    run.client.set_tag,
-                    run.run_id,
-                    f"{TAG_SYSTEM_METRICS}.{node_id}",
-                    monitor.summary,
-                )
-            except Exception as error:
-                log.warning("system metrics of %s are off: %s", node_id, error)
-        return monitors
-
-    def _start_nodes(
-        self, job: JobRun, attempt: int, run: Any, port: int, writers: dict[int, Any]
-    ) -> list[Any]:
-        from .capacity import Gpu, cuda_visible_devices
-        from .local_backend import argv_for, node_environment, start_node
-        from .processes import JOB_ENV
-
-        spec = job.spec
-        argv = argv_for(spec["command"])
-        nodes = []
-        for node in range(job.num_nodes):
-            gpus = job.gpus[node] if node < len(job.gpus) else []
-            visible = cuda_visible_devices([Gpu(i, "") for i in gpus])
-            assert self.tracking is not None
-            env = node_environment(
-                self.node_env,
-                node=node,
-                num_nodes=job.num_nodes,
-                master_port=port,
-                user_env=spec.get("env_variables") or {},
-                owned={
-                    **self.tracking.env(),
-                    **(run.env() if run is not None else {}),
-                    JOB_ENV: job.id,
-                    "JUPYTER_AIR_ATTEMPT": str(attempt),
-                },
-                cuda_visible_devices=visible,
-                uses_gpus=job.compute.get("accelerator_type", "GPU") != "CPU",
-            )
-            handle = start_node(
-                node, argv, env=env, cwd=job.working_dir or os.getcwd(), writer=writers[node]
-            )
-            nodes.append(handle)
+    # while -----------------------------------------------------------------------------------
+    def started(self, attempt: int, group: NodeGroup) -> None:
+        job = self.job
+        for info in group.nodes:
             self.store.set_node(
-                job.id, attempt, node, pid=handle.pid, started=handle.started, gpus=visible
-            )
-            log.info("attempt %d node %d: pid %d, GPUs %r", attempt, node, handle.pid, visible)
-        return nodes
-
-    def _wait(
-        self, job: JobRun, nodes: list[Any], writers: dict[int, Any], attempt: int
-    ) -> Outcome:
-        from .local_backend import stop_nodes
-
-        deadline = None
-        if job.timeout_minutes:
-            deadline = time.monotonic() + job.timeout_minutes * 60
-        next_index = time.monotonic() + INDEX_EVERY_S
-        while True:
-            codes = [n.poll() for n in nodes]
-            failed = [(n, c) for n, c in zip(nodes, codes, strict=True) if c not in (None, 0)]
-            if failed:
-                node, code = failed[0]
-                outcome = _failure(node.node, code)
-                if any(c is None for c in codes):
-                    stop_nodes([n for n in nodes if n.poll() is None], self.grace_s)
-                return outcome
-            if all(c == 0 for c in codes):
-                return Outcome(SUCCEEDED, "exit code 0", exit_code=0)
-            if self.cancel.wait(0.1) or self._check_cancel_every(1.0):
-                stop_nodes(nodes, self.grace_s)
-                return Outcome(CANCELLED, self.cancel_reason)
-            if deadline is not None and time.monotonic() > deadline:
-                stop_nodes(nodes, self.grace_s)
-                minutes = f"{job.timeout_minutes:g}"
-                return Outcome(
-                    FAILED, f"timed out after {minutes} min (timeout_minutes)", timed_out=True
-                )
-            if time.monotonic() > next_index:
-                self._index(job.id, attempt, writers, complete=False)
-                next_index = time.monotonic() + INDEX_EVERY_S
-
-    _last_cancel_check = 0.0
-
-    def _check_cancel_every(self, seconds: float) -> bool:
-        now = time.monotonic()
-        if now - self._last_cancel_check < seconds:
-            return False
-        self._last_cancel_check = now
-        return self._check_cancel()
-
-    def _wind_down(
-        self,
-        job: JobRun,
-        attempt: int,
-        nodes: list[Any],
-        writers: dict[int, Any],
-        outcome: Outcome,
-    ) -> None:
-        """After the nodes' main processes ended: stop what they left behind, let the captures
-        read to the end, close and index the log files."""
-        from .local_backend import stop_nodes
-        from .processes import kill_job_processes, signal_group
-
-        running = [n for n in nodes if n.poll() is None]
-        if running:  # the attempt ended by an error of ours: stop them properly
-            stop_nodes(running, self.grace_s)
-        for node in nodes:
-            signal_group(node.pid, signal.SIGKILL)  # leftovers in the node's process group
-        for node in nodes:
-            for capture in node.captures:
-                if not capture.join(timeout=10):
-                    log.warning("node %d: output still open after the end", node.node)
-        kill_job_processes(self.job_id, grace_s=1.0)  # anything that left its group
-        for node in nodes:
-            code = node.poll()
-            self.store.finish_node(
                 job.id,
                 attempt,
-                node.node,
-                code if code is None or code >= 0 else None,
-                -code if code is not None and code < 0 else None,
+                info.node,
+                pid=info.pid,
+                started=info.started,
+                gpus=info.gpus,
+                host=info.host,
+                machine=info.machine,
             )
-        for writer in writers.values():
-            writer.close()
-        self._index(job.id, attempt, writers, complete=True)
+            log.info(
+                "attempt %d node %d: %s pid %s, GPUs %r",
+                attempt, info.node, info.host, info.pid, info.gpus,
+            )  # fmt: skip
+        self.store.update_attempt(
+            job.id, attempt, hosts=",".join(info.host for info in group.nodes)
+        )
+        if self.run is not None:
+            self._start_metrics(group)
 
-    def _index(self, job_id: str, attempt: int, writers: dict[int, Any], *, complete: bool) -> None:
-        for node, writer in writers.items():
+    def _start_metrics(self, group: NodeGroup) -> None:
+        from ..tracking.system_metrics import TAG_SYSTEM_METRICS
+
+        run = self.run
+        interval = os.environ.get("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S")
+        metrics = Metrics(
+            run_id=run.run_id,
+            tracking_env=self.tracking.env(),
+            interval_s=float(interval) if interval else None,
+        )
+        try:
+            group.start_metrics(metrics)
+        except Exception as error:
+            log.warning("system metrics are off: %s", error)
+        for node, summary in metrics.summaries.items():
+            self.tracking.call(
+                "tagging the run",
+                run.client.set_tag,
+                run.run_id,
+                f"{TAG_SYSTEM_METRICS}.node_{node}",
+                summary,
+            )
+
+    def tick(self, attempt: int, group: NodeGroup) -> None:
+        self._index(attempt, complete=False)
+
+    # after -----------------------------------------------------------------------------------
+    def ended(self, attempt: int, group: NodeGroup | None, outcome: Outcome) -> None:
+        job = self.job
+        if group is not None:
+            for state in _final_states(group):
+                self.store.finish_node(job.id, attempt, state.node, state.exit_code, state.signal)
+            self.tracking.call("system metrics", group.finish_metrics)
+        for writer in self.writers.values():
+            writer.close()
+        self._index(attempt, complete=True)
+        if self.uploader is not None:
+            self.uploader.finish()
+            self._mark_uploaded(attempt)
+            self.uploader = None
+        run = self.run
+        if run is not None:
+            run_status = {SUCCEEDED: "FINISHED", CANCELLED: "KILLED"}.get(outcome.status, "FAILED")
+            self.tracking.call(f"ending the run of attempt {attempt}", run.end, run_status)
+        self.store.finish_attempt(
+            job.id,
+            attempt,
+            outcome.status,
+            outcome.reason,
+            exit_code=outcome.exit_code,
+            signal=outcome.signal,
+            timed_out=outcome.timed_out,
+        )
+
+    def _mark_uploaded(self, attempt: int) -> None:
+        """Log files whose last upload went through; the others are uploaded by reconcile."""
+        uploader = self.uploader
+        for node, writer in self.writers.items():
+            if uploader.uploaded.get(node) == writer.stats.bytes and writer.path.exists():
+                self.store.index_log_file(
+                    self.job.id, attempt, node, str(writer.path), uploaded_at=time.time()
+                )
+        if uploader.last_error:
+            self.tracking.failed(
+                f"uploading the logs of attempt {attempt}", RuntimeError(uploader.last_error)
+            )
+
+    def _index(self, attempt: int, *, complete: bool) -> None:
+        for node, writer in self.writers.items():
             stats = writer.stats
             self.store.index_log_file(
-                job_id,
+                self.job.id,
                 attempt,
                 node,
                 str(writer.path),
@@ -417,14 +367,11 @@ class Supervisor:
             )
 
 
-def _failure(node: int, code: int) -> Outcome:
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return Outcome(FAILED, f"node {node} was killed by {name}", signal=-code)
-    return Outcome(FAILED, f"node {node} exited with code {code}", exit_code=code)
+def _final_states(group: NodeGroup) -> list[Any]:
+    try:
+        return group.poll()
+    except Exception:
+        return []
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,6 +51,7 @@ def job_json(job: JobRun, connection: Connection | None = None) -> dict[str, Any
                 "started_at": attempt.started_at,
                 "ended_at": attempt.ended_at,
                 "duration_s": duration_s(attempt),
+                "backend": attempt.backend or "local",
                 "nodes": [
                     {
                         "node": n.node,
@@ -58,6 +59,8 @@ def job_json(job: JobRun, connection: Connection | None = None) -> dict[str, Any
                         "gpus": n.gpus,
                         "exit_code": n.exit_code,
                         "signal": n.signal,
+                        "host": n.host,
+                        "machine": n.machine,
                     }
                     for n in attempt.nodes
                 ],
@@ -82,6 +85,8 @@ def job_json(job: JobRun, connection: Connection | None = None) -> dict[str, Any
         "run_name": job.run_name,
         "command": job.command,
         "compute": job.compute,
+        "backend": job.backend or "local",
+        "cluster": job.cluster,
         "gpus": job.gpus,
         "max_retries": job.max_retries,
         "timeout_minutes": job.timeout_minutes,

@@ -22,7 +22,7 @@ import {
   requestPaths,
   runFromPalette
 } from './helpers';
-import { mlflowReady } from './workloads-helpers';
+import { mlflowReady, serverDataDir } from './workloads-helpers';
 
 /** Starting takes 15–55 s (docs/mlflow.md); leave room on a busy machine. */
 const READY_TIMEOUT = 150_000;
@@ -153,13 +153,18 @@ test.describe('MLflow on the real server', () => {
       .locator('.jp-air-run-link-run')
       .getAttribute('href');
     const runId = href!.match(/runs\/([0-9a-f]{32})/)![1];
-    // ended by another process while no cell runs: the kernel has nothing to tell the card
-    const tracking = await mlflowReady(request, baseURL!);
+    // ended by another process while no cell runs: the kernel has nothing to tell the card.
+    // It finds the embedded server's address and token in the server's data folder (only its
+    // user can read them), as any process of that user may.
+    await mlflowReady(request, baseURL!);
     await promisify(execFile)(process.env.AIR_PYTHON || 'python', [
       '-c',
-      'import sys; from mlflow import MlflowClient; ' +
-        'MlflowClient(sys.argv[1]).set_terminated(sys.argv[2], "KILLED")',
-      tracking,
+      'import os, sys; from pathlib import Path; from mlflow import MlflowClient; ' +
+        'from jupyter_air.mlflow_server.records import ServerFiles; ' +
+        'folder = Path(sys.argv[1]) / "mlflow"; ' +
+        'os.environ.update(ServerFiles(folder).endpoint().env()); ' +
+        'MlflowClient().set_terminated(sys.argv[2], "KILLED")',
+      serverDataDir(baseURL!),
       runId
     ]);
     await expect(display.locator('.jp-air-run-status')).toHaveText(/killed/i, {

@@ -1,0 +1,183 @@
+"""The supervision core: one place that starts a group of node processes, watches them, stops
+them and spends a restart budget — whatever backend runs the nodes.
+
+Shaped like torch elastic's agent (``_start_workers``, ``_monitor_workers``, ``_stop_workers``,
+``_shutdown``): each attempt starts every node through the backend, watches them until they all
+exit 0, one fails (a non-zero exit, a signal, its node lost), the timeout passes or a cancel is
+asked; then stops whatever still runs (SIGTERM, SIGKILL after the grace period), brings the last
+log lines home and checks that nothing of the job is left on any node. A failed attempt is
+followed by another while the budget lasts. What an attempt means beyond its processes — an
+MLflow run, the job store, the logs' index — is the caller's, through ``AttemptHooks``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError
+
+log = logging.getLogger(__name__)
+
+SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
+TICK_S = 2.0  # how often the hooks' tick runs (the log index, heartbeats)
+
+
+@dataclass
+class Outcome:
+    status: str  # SUCCEEDED | FAILED | CANCELLED
+    reason: str
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+
+
+class AttemptHooks(Protocol):
+    def prepare(self, attempt: int) -> GroupLaunch:
+        """What the attempt runs (its MLflow run and log files are made here)."""
+
+    def started(self, attempt: int, group: NodeGroup) -> None: ...
+
+    def tick(self, attempt: int, group: NodeGroup) -> None: ...
+
+    def ended(self, attempt: int, group: NodeGroup | None, outcome: Outcome) -> None: ...
+
+
+def failure(state: NodeState) -> Outcome:
+    """How a failed node is told."""
+    if state.lost is not None:
+        return Outcome(FAILED, state.lost)
+    if state.signal is not None:
+        try:
+            name = signal.Signals(state.signal).name
+        except ValueError:
+            name = f"signal {state.signal}"
+        return Outcome(FAILED, f"node {state.node} was killed by {name}", signal=state.signal)
+    code = state.exit_code
+    return Outcome(FAILED, f"node {state.node} exited with code {code}", exit_code=code)
+
+
+class GroupAgent:
+    def __init__(
+        self,
+        backend: Backend,
+        hooks: AttemptHooks,
+        *,
+        max_restarts: int,
+        grace_s: float,
+        cancelled: Callable[[], bool],
+        cancel_reason: Callable[[], str],
+        timeout_s: float | None = None,
+        poll_s: float = 0.1,
+    ) -> None:
+        self.backend = backend
+        self.hooks = hooks
+        self.max_restarts = max_restarts
+        self.grace_s = grace_s
+        self.cancelled = cancelled
+        self.cancel_reason = cancel_reason
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+        self.wake = threading.Event()  # set to look at `cancelled` at once
+
+    def run(self) -> Outcome:
+        total = self.max_restarts + 1
+        last: Outcome | None = None
+        try:
+            for attempt in range(1, total + 1):
+                if self.cancelled():
+                    return Outcome(CANCELLED, self.cancel_reason())
+                outcome = self._attempt(attempt)
+                log.info(
+                    "attempt %d of %d: %s (%s)", attempt, total, outcome.status, outcome.reason
+                )
+                if outcome.status == SUCCEEDED:
+                    if attempt == 1:
+                        return Outcome(SUCCEEDED, "the command succeeded")
+                    return Outcome(SUCCEEDED, f"the command succeeded on attempt {attempt}")
+                if outcome.status == CANCELLED:
+                    return outcome
+                last = outcome
+        finally:
+            self._shutdown()
+        assert last is not None
+        tries = f"{total} attempt{'s' if total != 1 else ''}"
+        return Outcome(FAILED, f"{last.reason} (failed {tries})", last.exit_code, last.signal)
+
+    def _attempt(self, attempt: int) -> Outcome:
+        launch = self.hooks.prepare(attempt)
+        group: NodeGroup | None = None
+        outcome = Outcome(FAILED, "did not start")
+        try:
+            group = self._start_workers(launch)
+            self.hooks.started(attempt, group)
+            outcome = self._monitor_workers(attempt, group)
+        except PlacementError as error:
+            outcome = Outcome(FAILED, str(error))
+        except Exception as error:
+            log.exception("attempt %d", attempt)
+            outcome = Outcome(FAILED, f"could not run the command: {error}")
+        finally:
+            if group is not None:
+                self._stop_workers(group)
+            self.hooks.ended(attempt, group, outcome)
+            if group is not None:
+                group.close()
+        return outcome
+
+    # the four steps ----------------------------------------------------------------------------
+    def _start_workers(self, launch: GroupLaunch) -> NodeGroup:
+        return self.backend.start(launch)
+
+    def _monitor_workers(self, attempt: int, group: NodeGroup) -> Outcome:
+        deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
+        next_tick = time.monotonic() + TICK_S
+        poll_s = getattr(group, "poll_s", self.poll_s)
+        while True:
+            states = group.poll()
+            failed = [s for s in states if s.failed]
+            if failed:
+                first = next((s for s in failed if s.lost), failed[0])
+                return failure(first)
+            if all(s.exit_code == 0 for s in states):
+                return Outcome(SUCCEEDED, "exit code 0", exit_code=0)
+            if self.wake.wait(poll_s) or self.cancelled():
+                self.wake.clear()
+                if self.cancelled():
+                    return Outcome(CANCELLED, self.cancel_reason())
+            if deadline is not None and time.monotonic() > deadline:
+                minutes = f"{self.timeout_s / 60:g}"
+                return Outcome(
+                    FAILED, f"timed out after {minutes} min (timeout_minutes)", timed_out=True
+                )
+            if time.monotonic() > next_tick:
+                self.hooks.tick(attempt, group)
+                next_tick = time.monotonic() + TICK_S
+
+    def _stop_workers(self, group: NodeGroup) -> None:
+        """Stop what still runs, bring the last lines home, and check nothing is left."""
+        try:
+            group.stop(self.grace_s)
+        except Exception:
+            log.exception("stopping the nodes")
+        try:
+            group.sync_logs(final=True)
+        except Exception:
+            log.exception("bringing the last log lines home")
+        try:
+            left = group.leftovers(grace_s=1.0)
+            if left:
+                log.warning("stopped what the job left running: %s", ", ".join(left))
+        except Exception:
+            log.exception("looking for what the job left running")
+
+    def _shutdown(self) -> None:
+        try:
+            self.backend.close()
+        except Exception:
+            log.exception("closing the %s backend", self.backend.name)

@@ -1,0 +1,181 @@
+"""The contract between the supervision core and a backend.
+
+A backend places the nodes of one attempt and starts each node's command with the environment
+contract of docs/workloads.md; the ``NodeGroup`` it returns is how the core watches and stops
+them. Every node's output ends up, line by line with the node's own timestamps, in the node's log
+file on the Jupyter host (``NodeLaunch.writer``): written there directly by the local backend,
+brought home by ``sync_logs`` from a remote one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..workloads.logfile import LogWriter
+    from ..workloads.spec import WorkloadSpec
+
+
+class PlacementError(RuntimeError):
+    """The nodes of an attempt could not be placed (the reason is for people)."""
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """What node ``node`` of an attempt runs."""
+
+    node: int
+    argv: list[str]
+    # jupyter-air's part of the environment and the spec's env_variables; the backend adds the
+    # node's own (its environment, NODE_RANK, MASTER_ADDR/PORT, PET_*, CUDA_VISIBLE_DEVICES)
+    env: Mapping[str, str]
+    cwd: str
+    writer: LogWriter
+    gpus: tuple[int, ...] = ()  # the local backend: GPUs assigned at submission
+
+
+@dataclass(frozen=True)
+class GroupLaunch:
+    job_id: str
+    attempt: int
+    nodes: list[NodeLaunch]
+    accelerators: int  # per node; 0 without GPUs
+    accelerator_type: str  # GPU, CPU or a GPU model name
+    grace_s: float = 10.0
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def uses_gpus(self) -> bool:
+        return self.accelerator_type != "CPU"
+
+
+@dataclass
+class NodeInfo:
+    """Where a node runs: shown per attempt (``air get run``, the job page)."""
+
+    node: int
+    host: str
+    pid: int | None = None  # the node's process (its process group) on its host
+    started: float | None = None  # its creation time
+    gpus: str = ""  # CUDA_VISIBLE_DEVICES it got
+    machine: str | None = None  # the backend's name for the machine (a Ray node id)
+
+
+@dataclass
+class NodeState:
+    node: int
+    exit_code: int | None = None
+    signal: int | None = None
+    lost: str | None = None  # the node itself is gone, and why
+
+    @property
+    def running(self) -> bool:
+        return self.exit_code is None and self.signal is None and self.lost is None
+
+    @property
+    def failed(self) -> bool:
+        return self.lost is not None or self.signal is not None or self.exit_code not in (None, 0)
+
+
+@dataclass
+class Metrics:
+    """System metrics of the attempt's run, one monitor per node, sampled on that node."""
+
+    run_id: str
+    tracking_env: Mapping[str, str]  # MLFLOW_TRACKING_URI (and its token)
+    interval_s: float | None = None
+    summaries: dict[int, str] = field(default_factory=dict)  # node → what is recorded
+
+
+class NodeGroup(Protocol):
+    """The running nodes of one attempt."""
+
+    backend: str
+    nodes: list[NodeInfo]
+
+    def poll(self) -> list[NodeState]: ...
+
+    def sync_logs(self, *, final: bool = False) -> None:
+        """Bring every node's new log lines to its log file on the Jupyter host."""
+
+    def start_metrics(self, metrics: Metrics) -> Metrics: ...
+
+    def finish_metrics(self) -> None: ...
+
+    def stop(self, grace_s: float) -> None:
+        """Stop every node still running: its process group SIGTERM, then SIGKILL after
+        ``grace_s``; returns when they are gone (or gone with their node)."""
+
+    def leftovers(self, grace_s: float) -> list[str]:
+        """Stop anything of the job still running on the nodes outside their process groups;
+        returns what was found (empty when nothing was left)."""
+
+    def close(self) -> None:
+        """Release what the group holds (a placement group, actors)."""
+
+
+class Backend(Protocol):
+    name: str
+
+    def check(self, spec: WorkloadSpec) -> None:
+        """Refuse at once a workload this backend cannot run (SpecError, CapacityError)."""
+
+    def start(self, launch: GroupLaunch) -> NodeGroup:
+        """Place and start the nodes; raises PlacementError."""
+
+    def close(self) -> None: ...
+
+
+def node_environment(
+    base: Mapping[str, str],
+    *,
+    node: int,
+    num_nodes: int,
+    master_addr: str,
+    master_port: int,
+    owned: Mapping[str, str],
+    cuda_visible_devices: str,
+    uses_gpus: bool,
+) -> dict[str, str]:
+    """The environment of node ``node``: the node's own (``base``), our defaults, then what the
+    launch gives (``owned``: the spec's env_variables, then the MLflow run, job id…), then the
+    node's rank and GPUs. The same contract on every backend."""
+    env = {
+        k: v
+        for k, v in base.items()
+        if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
+    }
+    defaults = {
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": master_addr,
+        "MASTER_PORT": str(master_port),
+        "PET_NNODES": str(num_nodes),
+        "PET_NODE_RANK": str(node),
+        "PET_MASTER_ADDR": master_addr,
+        "PET_MASTER_PORT": str(master_port),
+        "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    }
+    if uses_gpus:
+        defaults["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # NVML's numbering, which assigned the GPUs
+    env.update(defaults)
+    env.update(owned)
+    env.update(
+        {
+            "NODE_RANK": str(node),
+            "NNODES": str(num_nodes),
+            "CUDA_VISIBLE_DEVICES": cuda_visible_devices,
+        }
+    )
+    return env
+
+
+def argv_for(command: str | list[str]) -> list[str]:
+    """How a spec's command runs: a string through ``/bin/sh -c``, a list as it is."""
+    if isinstance(command, str):
+        return ["/bin/sh", "-c", command]
+    return list(command)

@@ -1,0 +1,441 @@
+"""The Ray backend: each node of an attempt on a different Ray node.
+
+An attempt with ``num_nodes: N`` reserves N bundles — ``{GPU: num_accelerators, CPU: 1}``, or
+``{CPU: 1}`` without GPUs — in a STRICT_SPREAD placement group, so every node of the workload is
+a different Ray node; one ``NodeAgent`` actor is pinned to each bundle and runs that node's
+command (ray_node.py). Node 0's IP and a port free there are the rendezvous (``MASTER_ADDR``,
+``PET_MASTER_ADDR``…); ``CUDA_VISIBLE_DEVICES`` is what Ray assigned to the bundle.
+
+The supervisor is the Ray driver (``ray.init(address=…)``, ``log_to_driver=False``: the nodes'
+output never goes through Ray's log monitor, so its de-duplication hides nothing). Each tick it
+asks every actor for its command's exit code and the new lines of its log, appended byte for
+byte to the node's log file on the Jupyter host. An actor that does not answer because its Ray
+node is gone ends the attempt: "node 1 (host 10.0.0.7) was lost". A cluster that stops
+answering altogether ends it after ``JUPYTER_AIR_RAY_LOST_S`` (60 s). Actors belong to the
+supervisor: if it dies, Ray stops them, and each node's keeper stops the command with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .base import GroupLaunch, Metrics, NodeInfo, NodeState, PlacementError
+
+if TYPE_CHECKING:
+    from ..workloads.spec import WorkloadSpec
+
+log = logging.getLogger(__name__)
+
+PLACEMENT_ENV = "JUPYTER_AIR_RAY_PLACEMENT_TIMEOUT_S"
+LOST_ENV = "JUPYTER_AIR_RAY_LOST_S"
+NAMESPACE = "jupyter-air"
+CALL_TIMEOUT_S = 10.0
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        return max(1.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class RayNode:
+    node_id: str
+    ip: str
+    cpus: float
+    gpus: float
+
+    def describe(self) -> str:
+        gpus = f", {self.gpus:g} GPU" if self.gpus else ""
+        return f"{self.ip} ({self.cpus:g} CPU{gpus})"
+
+
+def bundle(accelerators: int, uses_gpus: bool) -> dict[str, float]:
+    return {"GPU": float(accelerators), "CPU": 1.0} if uses_gpus else {"CPU": 1.0}
+
+
+class RayBackend:
+    name = "ray"
+
+    def __init__(self, address: str | None = None) -> None:
+        self.address = address or os.environ.get("RAY_ADDRESS") or "auto"
+        self._connected = False
+        self._owns = False  # connected by us (a kernel may have its own ray.init)
+        self._nodes: list[RayNode] | None = None
+
+    # the cluster -------------------------------------------------------------------------------
+    def connect(self) -> None:
+        if self._connected:
+            return
+        import ray
+
+        if not ray.is_initialized():
+            # Ray puts its own SIGTERM handler on the driver (it exits at once); the
+            # supervisor's is the one that stops the nodes properly
+            handlers = _signal_handlers()
+            try:
+                ray.init(
+                    address=self.address,
+                    namespace=NAMESPACE,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                )
+            finally:
+                _restore(handlers)
+            self._owns = True
+        self._connected = True
+
+    def nodes(self) -> list[RayNode]:
+        import ray
+
+        self.connect()
+        found = []
+        for info in ray.nodes():
+            if not info.get("Alive"):
+                continue
+            resources = info.get("Resources") or {}
+            found.append(
+                RayNode(
+                    node_id=info["NodeID"],
+                    ip=info.get("NodeManagerAddress", "?"),
+                    cpus=float(resources.get("CPU", 0)),
+                    gpus=float(resources.get("GPU", 0)),
+                )
+            )
+        self._nodes = found
+        return found
+
+    def describe(self, nodes: list[RayNode] | None = None) -> str:
+        nodes = self.nodes() if nodes is None else nodes
+        shown = ", ".join(n.describe() for n in nodes)
+        return f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}: {shown or 'none'}"
+
+    def check(self, spec: WorkloadSpec) -> None:
+        """Refuse at once a shape the cluster cannot hold, saying what it has."""
+        from ..workloads.capacity import CapacityError
+
+        compute = spec.compute
+        need = bundle(compute.num_accelerators, compute.uses_gpus)
+        nodes = self.nodes()
+        fitting = [n for n in nodes if n.cpus >= need["CPU"] and n.gpus >= need.get("GPU", 0)]
+        if len(fitting) >= compute.num_nodes:
+            return
+        each = f"{compute.num_accelerators} GPU and 1 CPU" if compute.uses_gpus else "1 CPU"
+        raise CapacityError(
+            f"Not enough Ray nodes: this workload needs {compute.num_nodes} nodes with "
+            f"{each} each, on different machines; the Ray cluster at {self.address} has "
+            f"{self.describe(nodes)}, {len(fitting)} of them with enough. Lower "
+            "compute.num_nodes or compute.num_accelerators, or add nodes to the cluster."
+        )
+
+    # an attempt --------------------------------------------------------------------------------
+    def start(self, launch: GroupLaunch) -> RayGroup:
+        import ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from .ray_node import NodeAgent
+
+        self.connect()
+        shape = bundle(launch.accelerators, launch.uses_gpus)
+        group = placement_group(
+            [dict(shape) for _ in launch.nodes],
+            strategy="STRICT_SPREAD",
+            name=f"jupyter-air-{launch.job_id}-{launch.attempt}",
+        )
+        timeout = _seconds(PLACEMENT_ENV, 60.0)
+        try:
+            ray.get(group.ready(), timeout=timeout)
+        except Exception as error:
+            remove_placement_group(group)
+            raise PlacementError(
+                f"could not place {launch.num_nodes} nodes of {_shape(shape)} on different Ray "
+                f"nodes within {timeout:.0f} s ({type(error).__name__}); the cluster has "
+                f"{self.describe()}"
+            ) from None
+        agent_class = ray.remote(NodeAgent)
+        actors = []
+        for index, node in enumerate(launch.nodes):
+            options: dict[str, Any] = {
+                "num_cpus": shape["CPU"],
+                "num_gpus": shape.get("GPU", 0),
+                "max_concurrency": 4,  # tick while a stop waits for its grace period
+                "scheduling_strategy": PlacementGroupSchedulingStrategy(
+                    group, placement_group_bundle_index=index
+                ),
+            }
+            actors.append(
+                agent_class.options(**options).remote(
+                    launch.job_id, launch.attempt, node.node, launch.uses_gpus
+                )
+            )
+        running = RayGroup(launch, group, actors)
+        try:
+            running.start()
+        except BaseException:
+            running.stop(launch.grace_s)
+            running.close()
+            raise
+        return running
+
+    def check_reachable(self, tracking_uri: str) -> None:
+        """Refuse a tracking server on this machine's loopback when nodes are elsewhere: their
+        runs could record nothing."""
+        from ..tracking.links import is_loopback_http
+        from ..workloads.capacity import CapacityError
+
+        nodes = self._nodes if self._nodes is not None else self.nodes()
+        remote = sorted({n.ip for n in nodes if not n.ip.startswith("127.")})
+        if is_loopback_http(tracking_uri) and remote:
+            raise CapacityError(
+                f"The MLflow tracking server at {tracking_uri} listens on this machine's "
+                f"loopback only; the Ray nodes ({', '.join(remote)}) cannot reach it. Point "
+                "MLFLOW_TRACKING_URI at a server the nodes reach (docs/clusters.md)."
+            )
+
+    def close(self) -> None:
+        if self._connected and self._owns:
+            import ray
+
+            ray.shutdown()
+        self._connected = self._owns = False
+
+
+def _signal_handlers() -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
+def _shape(shape: dict[str, float]) -> str:
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in shape.items()) + "}"
+
+
+class RayGroup:
+    backend = "ray"
+
+    def __init__(self, launch: GroupLaunch, placement: Any, actors: list[Any]) -> None:
+        self.launch = launch
+        self.placement = placement
+        self.actors = actors
+        self.nodes: list[NodeInfo] = []
+        self.offsets = [0 for _ in actors]
+        self.lost: dict[int, str] = {}  # node → why
+        self.codes: dict[int, int] = {}  # node → exit code (negative: signal)
+        self.lost_s = _seconds(LOST_ENV, 60.0)
+        self._answered = time.monotonic()
+        self._metrics = False
+
+    # start -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        import ray
+
+        where = ray.get([a.where.remote() for a in self.actors], timeout=120)
+        master_addr = where[0]["ip"]
+        master_port = ray.get(self.actors[0].free_port.remote(), timeout=CALL_TIMEOUT_S)
+        starts = []
+        for actor, node, place in zip(self.actors, self.launch.nodes, where, strict=True):
+            starts.append(
+                actor.start.remote(
+                    node.argv,
+                    dict(node.env),
+                    node.cwd,
+                    num_nodes=self.launch.num_nodes,
+                    master_addr=master_addr,
+                    master_port=master_port,
+                    gpus=place["gpus"],
+                )
+            )
+        started = ray.get(starts, timeout=120)
+        for node, place, proc in zip(self.launch.nodes, where, started, strict=True):
+            self.nodes.append(
+                NodeInfo(
+                    node.node,
+                    host=place["ip"],
+                    pid=proc["pid"],
+                    started=proc["started"],
+                    gpus=place["gpus"],
+                    machine=place["node_id"],
+                )
+            )
+        self._answered = time.monotonic()
+
+    # watching ----------------------------------------------------------------------------------
+    def _lost_reason(self, index: int, error: BaseException) -> str | None:
+        """Why node ``index`` is gone, or None when its Ray node still lives (a passing error)."""
+        import ray
+
+        info = self.nodes[index] if index < len(self.nodes) else None
+        host = info.host if info else "?"
+        machine = info.machine if info else None
+        alive = True
+        try:
+            alive = any(n["NodeID"] == machine and n.get("Alive") for n in ray.nodes())
+        except Exception:
+            alive = True  # cannot tell: the connection check decides
+        if machine and not alive:
+            return f"node {index} (host {host}, Ray node {machine[:8]}) was lost"
+        if isinstance(error, ray.exceptions.ActorDiedError):
+            return f"node {index} (host {host}): its jupyter-air actor died ({_first(error)})"
+        return None
+
+    def _ask(self, final: bool) -> None:
+        """One round: every live node's exit code and new log lines."""
+        import ray
+
+        pending = {}
+        for index, actor in enumerate(self.actors):
+            if index in self.lost or (index in self.codes and not final):
+                continue
+            pending[index] = actor.tick.remote(self.offsets[index])
+        if not pending:
+            return
+        refs = list(pending.values())
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CALL_TIMEOUT_S)
+        answered = False
+        for index, ref in pending.items():
+            if ref not in ready:
+                continue
+            try:
+                code, data = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
+                reason = self._lost_reason(index, error)
+                if reason is not None:
+                    self.lost[index] = reason
+                    log.warning("%s", reason)
+                continue
+            answered = True
+            if data:
+                self.launch.nodes[index].writer.append_raw(data)
+                self.offsets[index] += len(data)
+            if code is not None and index not in self.codes:
+                self.codes[index] = code
+        if answered:
+            self._answered = time.monotonic()
+
+    def poll(self) -> list[NodeState]:
+        self._ask(final=False)
+        states = []
+        for index in range(len(self.actors)):
+            if index in self.lost:
+                states.append(NodeState(index, lost=self.lost[index]))
+            elif index in self.codes:
+                code = self.codes[index]
+                states.append(
+                    NodeState(index, signal=-code) if code < 0 else NodeState(index, exit_code=code)
+                )
+            else:
+                states.append(NodeState(index))
+        if time.monotonic() - self._answered > self.lost_s:
+            for state in states:
+                if state.running:
+                    state.lost = (
+                        f"no answer from the Ray cluster at {os.environ.get('RAY_ADDRESS', '?')} "
+                        f"for {self.lost_s:.0f} s (node {state.node})"
+                    )
+        return states
+
+    def sync_logs(self, *, final: bool = False) -> None:
+        """Bring the new lines home; ``final``: everything, once the commands ended."""
+        if not final:
+            return  # poll() brings them at every tick
+        import ray
+
+        live = [i for i in range(len(self.actors)) if i not in self.lost]
+        if live:
+            refs = [self.actors[i].finish_capture.remote() for i in live]
+            ray.wait(refs, num_returns=len(refs), timeout=15)
+        for _ in range(1000):  # until every live node has nothing more
+            before = list(self.offsets)
+            self._ask(final=True)
+            if self.offsets == before:
+                break
+
+    # metrics -----------------------------------------------------------------------------------
+    def start_metrics(self, metrics: Metrics) -> Metrics:
+        import ray
+
+        refs = {
+            info.node: actor.start_metrics.remote(
+                metrics.run_id, dict(metrics.tracking_env), metrics.interval_s, info.gpus
+            )
+            for actor, info in zip(self.actors, self.nodes, strict=True)
+        }
+        for node, ref in refs.items():
+            try:
+                metrics.summaries[node] = ray.get(ref, timeout=60)
+            except Exception as error:
+                log.warning("system metrics of node %d are off: %s", node, error)
+        self._metrics = True
+        return metrics
+
+    def finish_metrics(self) -> None:
+        if not self._metrics:
+            return
+        self._metrics = False
+        _wait_all([a.finish_metrics.remote() for a in self._live()], 60)
+
+    # stopping ----------------------------------------------------------------------------------
+    def _live(self) -> list[Any]:
+        return [a for i, a in enumerate(self.actors) if i not in self.lost]
+
+    def stop(self, grace_s: float) -> None:
+
+        _wait_all([a.stop.remote(grace_s) for a in self._live()], grace_s + 30)
+
+    def leftovers(self, grace_s: float) -> list[str]:
+        import ray
+
+        found = []
+        for index, actor in enumerate(self.actors):
+            if index in self.lost:
+                continue
+            try:
+                pids = ray.get(actor.leftovers.remote(grace_s), timeout=grace_s + 30)
+            except Exception as error:
+                found.append(f"node {index}: could not check ({_first(error)})")
+                continue
+            host = self.nodes[index].host if index < len(self.nodes) else "?"
+            found.extend(f"pid {pid} on node {index} (host {host})" for pid in pids)
+        return found
+
+    def close(self) -> None:
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        _wait_all([a.close.remote() for a in self._live()], 30)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        try:
+            remove_placement_group(self.placement)
+        except Exception as error:
+            log.warning("could not remove the placement group: %s", error)
+
+
+def _wait_all(refs: list[Any], timeout_s: float) -> None:
+    """Wait for every call (errors included: an actor that died) up to ``timeout_s``."""
+    if not refs:
+        return
+    import ray
+
+    ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+
+
+def _first(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__

@@ -1,0 +1,162 @@
+"""One node of a workload on a Ray node: the actor the Ray backend pins to the node's bundle.
+
+It runs on the Ray node (its module is imported there, not on the Jupyter host's event loop) and
+does what the local backend does on the Jupyter host: starts the command in a session of its own
+— under ``keeper``, so the command dies with the actor when the supervisor that owns it is gone —
+with the environment contract and the GPUs Ray assigned to the bundle, captures its output line
+by line with the node's own timestamps into a log file on the node, samples the node's system
+metrics into the attempt's MLflow run (``system/node_k/…`` describe this machine), and stops
+the command's whole process group when asked. The supervisor reads the log file from an offset
+(``tick``): lines written while it could not ask stay on the node until it does.
+
+Methods return plain values; nothing here imports Ray at module level, so the class can be
+inspected and tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .base import node_environment
+
+READ_LIMIT = 4 << 20  # bytes of log per tick at most
+
+
+class NodeAgent:
+    def __init__(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
+        from ..workloads.logfile import LogWriter
+
+        self.job_id = job_id
+        self.attempt = attempt
+        self.node = node
+        self.uses_gpus = uses_gpus
+        self.folder = Path(tempfile.mkdtemp(prefix=f"jupyter-air-{job_id}-a{attempt}-n{node}-"))
+        self.writer = LogWriter(self.folder / f"node_{node}.log")
+        self.handle: Any = None
+        self.monitor: Any = None
+
+    # where -------------------------------------------------------------------------------------
+    def where(self) -> dict[str, Any]:
+        import ray
+
+        gpus = [str(int(g)) if float(g).is_integer() else str(g) for g in ray.get_gpu_ids()]
+        return {
+            "ip": ray.util.get_node_ip_address(),
+            "host": socket.gethostname(),
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "gpus": ",".join(gpus) if self.uses_gpus else "",
+            "pid": os.getpid(),
+        }
+
+    def free_port(self) -> int:
+        from .local import free_port
+
+        return free_port("0.0.0.0")
+
+    # the command -------------------------------------------------------------------------------
+    def start(
+        self,
+        argv: list[str],
+        owned: Mapping[str, str],
+        cwd: str,
+        *,
+        num_nodes: int,
+        master_addr: str,
+        master_port: int,
+        gpus: str,
+    ) -> dict[str, Any]:
+        from .local import start_node
+
+        if not os.path.isdir(cwd):
+            raise FileNotFoundError(
+                f"the working folder {cwd} does not exist on this node ({socket.gethostname()}): "
+                "every node needs the workload's files at the same path (docs/clusters.md)"
+            )
+        base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        env = node_environment(
+            base,
+            node=self.node,
+            num_nodes=num_nodes,
+            master_addr=master_addr,
+            master_port=master_port,
+            owned=owned,
+            cuda_visible_devices=gpus,
+            uses_gpus=self.uses_gpus,
+        )
+        keeper = [sys.executable, "-m", "jupyter_air.backends.keeper", str(os.getpid()), "--"]
+        self.handle = start_node(self.node, [*keeper, *argv], env=env, cwd=cwd, writer=self.writer)
+        return {"pid": self.handle.pid, "started": self.handle.started}
+
+    def tick(self, offset: int, limit: int = READ_LIMIT) -> tuple[int | None, bytes]:
+        """The command's exit code (None while it runs) and the complete log lines after
+        ``offset``. The code is read first: lines read after it are all there is when it is set."""
+        code = self.handle.poll() if self.handle is not None else None
+        return code, self.read(offset, limit)
+
+    def read(self, offset: int, limit: int = READ_LIMIT) -> bytes:
+        path = self.writer.path
+        with open(path, "rb") as file:
+            file.seek(offset)
+            data = file.read(limit)
+        end = data.rfind(b"\n")
+        return data[: end + 1] if end >= 0 else b""
+
+    def finish_capture(self) -> None:
+        """Wait for the output of a command that ended to be read to its end."""
+        if self.handle is not None:
+            for capture in self.handle.captures:
+                capture.join(timeout=10)
+
+    # system metrics ---------------------------------------------------------------------------
+    def start_metrics(
+        self,
+        run_id: str,
+        tracking_env: Mapping[str, str],
+        interval_s: float | None,
+        gpus: str,
+    ) -> str:
+        from ..tracking.system_metrics import start_system_metrics
+
+        os.environ.update(tracking_env)  # this actor's own MLflow client (URI and token)
+        self.monitor = start_system_metrics(
+            run_id,
+            node_id=f"node_{self.node}",
+            sampling_interval_s=interval_s,
+            tracking_uri=tracking_env.get("MLFLOW_TRACKING_URI"),
+            visible_gpus=gpus if self.uses_gpus else "",
+        )
+        return str(self.monitor.summary)
+
+    def finish_metrics(self) -> None:
+        monitor, self.monitor = self.monitor, None
+        if monitor is not None:
+            monitor.finish()
+
+    # stopping ---------------------------------------------------------------------------------
+    def stop(self, grace_s: float) -> None:
+        """SIGTERM to the command's process group, SIGKILL after ``grace_s``; reaped."""
+        from .local import stop_nodes
+
+        if self.handle is not None and self.handle.poll() is None:
+            stop_nodes([self.handle], grace_s)
+        self.finish_capture()
+
+    def leftovers(self, grace_s: float) -> list[int]:
+        """Stop what still runs on this node for the job (left its process group); the pids."""
+        from ..workloads.processes import kill_job_processes
+
+        return kill_job_processes(self.job_id, grace_s=grace_s)
+
+    def close(self) -> None:
+        self.finish_metrics()
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,93 @@
+"""A real multi-node Ray cluster on loopback, for the tests: ``python tests/ray_cluster.py N``.
+
+Run by the ``ray_cluster`` fixture in a session of its own. It starts a head node and N-1
+worker nodes with Ray's own test helper (``ray.cluster_utils.Cluster``), each advertising 2 CPUs
+and 2 fake GPUs (GPU placement is exercised; commands run on CPU), prints one JSON line (the
+address and the nodes), then obeys lines on stdin: ``kill <node id>`` (SIGKILL of that node's
+raylet and its processes, as a machine lost), ``add`` (one more node), ``nodes``, ``quit``.
+Every process it starts keeps its session: the fixture stops them all by session id.
+
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` keeps every Ray process on 127.0.0.1; the health-check
+settings make Ray notice a lost node within about two seconds instead of thirty.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+LOOPBACK_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_DEDUP_LOGS": "0",
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_failure_threshold": "4",
+    "RAY_health_check_initial_delay_ms": "0",
+}
+NODE = {"num_cpus": 2, "num_gpus": 2}
+
+
+def start(cluster_class: type, count: int, tries: int = 3) -> tuple:
+    """Start the cluster; Ray gives a raylet 30 s to register, which a loaded machine can miss:
+    a start that timed out is stopped and tried again."""
+    for attempt in range(1, tries + 1):
+        cluster = None
+        try:
+            cluster = cluster_class(
+                initialize_head=True, head_node_args={**NODE, "include_dashboard": False}
+            )
+            workers = {}
+            for _ in range(count - 1):
+                node = cluster.add_node(**NODE, wait=False)
+                workers[node.node_id] = node
+            cluster.wait_for_nodes()
+            return cluster, workers
+        except Exception as error:
+            print(f"the cluster did not start (try {attempt}): {error}", file=sys.stderr)
+            if cluster is not None:
+                cluster.shutdown()
+            if attempt == tries:
+                raise
+    raise AssertionError("unreachable")
+
+
+def main() -> int:
+    os.environ.update(LOOPBACK_ENV)
+    from ray.cluster_utils import Cluster
+
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    cluster, workers = start(Cluster, count)
+
+    def describe() -> dict:
+        return {
+            "address": cluster.address,
+            "head": cluster.head_node.node_id,
+            "workers": sorted(workers),
+        }
+
+    print(json.dumps(describe()), flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "kill":
+            node = workers.pop(words[1], None)
+            if node is not None:
+                cluster.remove_node(node, allow_graceful=False)
+            print(json.dumps({"killed": words[1] if node else None}), flush=True)
+        elif words[0] == "add":
+            node = cluster.add_node(**NODE)
+            cluster.wait_for_nodes()
+            workers[node.node_id] = node
+            print(json.dumps(describe()), flush=True)
+        elif words[0] == "nodes":
+            print(json.dumps(describe()), flush=True)
+        elif words[0] == "quit":
+            break
+    cluster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
