@@ -8,9 +8,9 @@ exits, while the other ranks still run and before the kernel decides the final s
 ``mlflow.end_run()``. Here no route ends the kernel's run: ``end_run`` only stops it being the
 rank's active run; ``MlflowClient.set_terminated`` of it does nothing; ``MlflowClient.update_run``
 keeps its status RUNNING (a new name still applies). Each of them still sends what was logged
-asynchronously (``synchronous=False``) before it returns, as ending the run would have; at the
-rank's exit MLflow's own ``atexit`` hook calls ``end_run``, so that is sent then too. Runs the
-rank creates itself (nested ones) end as usual.
+asynchronously (``synchronous=False``) before it returns, as ending the run would have; the worker
+calls ``flush()`` when the function is done, as MLflow's exit hooks come too late for that. Runs
+the rank creates itself (nested ones) end as usual.
 
 It also records ``mlflow.set_experiment`` calls, which make MLflow refuse the kernel's run
 ("active experiment ID does not match environment run ID"), so the rank can explain that error.
@@ -45,7 +45,7 @@ class MlflowGuard:
         else:
             sys.meta_path.insert(0, _PatchOnImport(self))
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         """Send what this process logged asynchronously, as ending a run does (MLflow shuts its
         async queue down first)."""
         fluent = sys.modules.get(FLUENT)
@@ -105,14 +105,14 @@ class MlflowGuard:
         def set_terminated(client: Any, run_id: str, *args: Any, **kwargs: Any) -> None:
             if run_id != guard.run_id:
                 return original_set_terminated(client, run_id, *args, **kwargs)
-            guard._flush()
+            guard.flush()
             return None
 
         def update_run(
             client: Any, run_id: str, status: str | None = None, name: str | None = None
         ) -> None:
             if run_id == guard.run_id and status is not None and status.upper() != "RUNNING":
-                guard._flush()
+                guard.flush()
                 status = None
                 if name is None:
                     return None
