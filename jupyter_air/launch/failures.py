@@ -5,11 +5,11 @@ SIGTERM to the others once one failed, the kernel's SIGTERM/SIGKILL: see ``rundi
 and ranks that merely noticed a peer going away ("Connection closed by peer") come after it
 whatever their time. Times are compared to the second, the precision of elastic's failure
 records; within one second a rank that left an error record (its own exception) comes first.
-Its exception is raised again in the kernel
-with its own type when it unpickles there, caused by a ``RemoteTraceback`` holding the rank's
-traceback (cell lines included, cells named as IPython names them: ``Cell In[3]``); otherwise a
-``RankFailedError`` says what happened: the exception's type and message, the signal that killed
-the rank, or its exit code.
+
+The cause's exception is raised again in the kernel with its own type when it unpickles there,
+caused by a ``RemoteTraceback`` holding the rank's traceback (cell lines included, cells named as
+IPython names them: ``Cell In[3]``); otherwise a ``RankFailedError`` says what happened: the
+exception's type and message, the signal that killed the rank, or its exit code.
 """
 
 from __future__ import annotations
