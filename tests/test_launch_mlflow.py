@@ -122,6 +122,120 @@ def test_ranks_ending_the_run_or_exiting_leave_it_to_the_kernel(server, monkeypa
     assert "system/node_0/cpu_utilization_percentage" in run.data.metrics
 
 
+def ends_the_run_early(route, markers):
+    """Rank 0 ends the call's run by ``route``; both ranks then wait until the test has looked
+    at the run, and rank 1 logs once more. Both log 100 values asynchronously first (held by
+    MLflow for up to 30 s: MLFLOW_ASYNC_LOGGING_BUFFERING_SECONDS)."""
+    import os
+    import pathlib
+    import time
+
+    import mlflow
+    from mlflow import MlflowClient
+
+    rank = int(os.environ["RANK"])
+    run_id = os.environ["MLFLOW_RUN_ID"]
+    folder = pathlib.Path(markers)
+
+    def wait(name):
+        deadline = time.monotonic() + 60
+        while not (folder / name).exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {name} marker after 60 s")
+            time.sleep(0.05)
+
+    for step in range(100):
+        mlflow.log_metric(f"async_{rank}", step, step=step, synchronous=False)
+    if rank == 1:
+        (folder / "rank1-started").touch()  # resumed the run before rank 0 ends it
+        wait("ended")
+        (folder / "rank1-works").touch()
+        wait("checked")
+        mlflow.log_metric("after", 1.0)
+        return "rank 1 done"
+    wait("rank1-started")
+    if route == "end_run":
+        mlflow.end_run()
+    elif route == "set_terminated":
+        MlflowClient().set_terminated(run_id, "FINISHED")  # Lightning's MLFlowLogger.finalize
+    else:
+        MlflowClient().update_run(run_id, status="KILLED", name="renamed in rank 0")
+    (folder / "ended").touch()
+    wait("checked")
+    return "rank 0 done"  # and exits: MLflow's atexit hook ends the run once more
+
+
+@pytest.mark.parametrize("route", ["end_run", "set_terminated", "update_run"])
+def test_no_route_of_a_rank_ends_the_calls_run(server, tmp_path, route):
+    """The run stays RUNNING while rank 1 works after rank 0 ended it, and rank 0's asynchronous
+    values are sent when it ends the run, as MLflow would; the kernel ends the run FINISHED with
+    every value: rank 1's later metric and asynchronous ones (sent at its exit)."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    call = distributed(
+        gpus=2,
+        run_name=unique("ended-early"),
+        env={"MLFLOW_ASYNC_LOGGING_BUFFERING_SECONDS": "30"},
+    )(ends_the_run_early)
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["results"] = call.distributed(route, str(markers))
+        except BaseException as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_for(lambda: (markers / "rank1-works").exists(), timeout_s=90)
+        (run_dir,) = run_dirs(server_data_dir())
+        run_id = json_field(run_dir / "launch.json", "mlflow_run_id")
+        assert client().get_run(run_id).info.status == "RUNNING"
+        sent = client().get_metric_history(run_id, "async_0")
+        assert sorted(m.step for m in sent) == list(range(100)), len(sent)
+    finally:
+        (markers / "checked").touch()
+        thread.join(90)
+    assert outcome.get("results") == ["rank 0 done", "rank 1 done"], outcome.get("error")
+    run = client().get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["after"] == 1.0
+    for rank in (0, 1):
+        history = client().get_metric_history(run_id, f"async_{rank}")
+        assert sorted(m.step for m in history) == list(range(100)), (rank, len(history))
+    if route == "update_run":
+        assert run.info.run_name == "renamed in rank 0"  # the rename applies, the status not
+
+
+def test_mlflow_imported_before_the_guard_cannot_end_the_run_either(server):
+    """MlflowClient bound by an import that ran before the guard patched MLflow (a library
+    imported first) is patched as well; a run the process creates itself still ends."""
+    import subprocess
+
+    experiment_id = client().create_experiment(unique("guarded"))
+    protected = client().create_run(experiment_id).info.run_id
+    script = f"""
+from mlflow.tracking import MlflowClient
+from jupyter_air.launch.mlflow_guard import MlflowGuard
+
+MlflowGuard({protected!r}).install()
+client = MlflowClient()
+client.set_terminated({protected!r}, "FINISHED")
+client.update_run({protected!r}, status="FAILED")
+own = client.create_run({experiment_id!r}).info.run_id
+client.set_terminated(own, "FINISHED")
+print(own)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    own = done.stdout.split()[-1]
+    assert client().get_run(protected).info.status == "RUNNING"
+    assert client().get_run(own).info.status == "FINISHED"
+
+
 def server_user() -> str:
     import os
 

@@ -147,6 +147,42 @@ def test_a_rank_killed_by_a_signal_is_named_with_it(data_dir):
     assert wait_all_gone(launch_processes(run_dir), timeout_s=0.5) == []
 
 
+def rank_1_fails_while_rank_0_sleeps(how):
+    import os
+    import signal
+    import time
+
+    if os.environ["RANK"] == "1":
+        if how == "raise":
+            raise ValueError("bad value on rank one")
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(30)  # stopped by the launch once rank 1 failed
+
+
+def test_the_failing_rank_is_blamed_not_the_rank_the_launch_stopped(data_dir):
+    """Rank 0 dies of the launch's SIGTERM in the same second rank 1 failed: every time, the
+    error names rank 1 (elastic's whole-second timestamps used to put rank 0 first), whether
+    rank 1 raised or was killed. 10 calls, the two ways in turn."""
+    call = distributed(gpus=2, mlflow=False, output="rank0")(rank_1_fails_while_rank_0_sleeps)
+    expected = {
+        "raise": ("ValueError", "raised on rank 1 of 2"),
+        "SIGKILL": ("SIGKILL", "rank 1 of 2 was killed by SIGKILL"),
+    }
+    seen, wanted = [], []
+    for attempt in range(10):
+        how = ("raise", "SIGKILL")[attempt % 2]
+        with pytest.raises((ValueError, RankFailedError)) as caught:
+            call.distributed(how)
+        error = caught.value
+        if isinstance(error, ValueError):
+            kind, text = "ValueError", "\n".join(error.__notes__)
+        else:
+            kind, text = error.signal, str(error)
+        seen.append((kind, expected[how][1] in text, text.splitlines()[0][:120]))
+        wanted.append(expected[how][0])
+    assert [(kind, named) for kind, named, _ in seen] == [(kind, True) for kind in wanted], seen
+
+
 def test_an_unpicklable_argument_fails_before_anything_starts(data_dir):
     @distributed(gpus=2, mlflow=False)
     def uses_lock(steps, lock):

@@ -20,7 +20,7 @@ from jupyter_air.launch.errors import DeviceError, NotPicklableError
 from jupyter_air.launch.failures import RankFailure, cell_names, collect_failures
 from jupyter_air.launch.output import RankOutput, last_segment
 from jupyter_air.launch.payload import argument_labels, build_payload, load_call, read_payload
-from jupyter_air.launch.rundir import RunDir
+from jupyter_air.launch.rundir import RunDir, record_stops
 
 
 # devices --------------------------------------------------------------------------------------
@@ -230,6 +230,61 @@ def test_the_cause_comes_before_ranks_that_noticed_a_peer_leave(tmp_path):
     failures = collect_failures(run_dir, 2, outcome)
     assert [f.rank for f in failures] == [1, 0]
     assert isinstance(failures[0], RankFailure) and failures[0].signal == "SIGKILL"
+
+
+def error_record(rank: int, time: float, **fields) -> bytes:
+    import pickle
+
+    record = {"rank": rank, "time": time, "traceback": "", "type": "builtins.ValueError"}
+    return pickle.dumps({**record, **fields})
+
+
+def test_within_one_second_the_rank_with_an_error_record_is_the_cause(tmp_path):
+    """Elastic stamps failures in whole seconds, error records to the sub-second: rank 0,
+    stopped in the same second as rank 1 raised, is not the cause for sorting first."""
+    (tmp_path / "error-1.pkl").write_bytes(error_record(1, 100.8))
+    outcome = {
+        "failures": {
+            "1": {"exitcode": 1, "timestamp": 100},
+            "0": {"exitcode": -15, "signal": "SIGTERM", "timestamp": 100},
+        }
+    }
+    failures = collect_failures(RunDir(tmp_path), 2, outcome)
+    assert [f.rank for f in failures] == [1, 0]
+    # a second later is later, record or not
+    outcome["failures"]["0"]["timestamp"] = 99
+    assert [f.rank for f in collect_failures(RunDir(tmp_path), 2, outcome)] == [0, 1]
+
+
+def test_a_rank_the_launch_stopped_is_never_the_cause(tmp_path):
+    """Rank 1 killed itself (no error record); rank 0 was stopped by elastic in the same
+    second, and a rank the kernel stopped an hour earlier is still not the cause."""
+    run_dir = RunDir(tmp_path)
+    outcome = {
+        "failures": {
+            "1": {"exitcode": -9, "signal": "SIGKILL", "timestamp": 100},
+            "0": {"exitcode": -15, "signal": "SIGTERM", "timestamp": 100},
+            "2": {"exitcode": -9, "signal": "SIGKILL", "timestamp": 50},
+        }
+    }
+    assert collect_failures(run_dir, 3, outcome)[0].rank == 2  # nothing recorded: the earliest
+    record_stops(run_dir, "agent", [0], "SIGTERM")
+    record_stops(run_dir, "driver", [2], "SIGKILL")
+    failures = collect_failures(run_dir, 3, outcome)
+    assert [(f.rank, f.stopped) for f in failures] == [(1, False), (2, True), (0, True)]
+
+
+def test_an_error_recorded_before_the_stop_is_the_ranks_own(tmp_path):
+    """A rank that raised, then was stopped while it exited, failed on its own; one whose
+    error came after the stop (a SIGTERM handler raising) was stopped."""
+    import time
+
+    run_dir = RunDir(tmp_path)
+    (tmp_path / "error-1.pkl").write_bytes(error_record(1, time.time() - 5))
+    record_stops(run_dir, "driver", [0, 1], "SIGKILL")
+    (tmp_path / "error-0.pkl").write_bytes(error_record(0, time.time() + 1))
+    failures = collect_failures(run_dir, 2, {"failures": {}})
+    assert [(f.rank, f.stopped) for f in failures] == [(1, False), (0, True)]
 
 
 def test_notebook_cells_are_named_as_ipython_names_them(monkeypatch):

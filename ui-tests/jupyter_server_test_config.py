@@ -18,3 +18,8 @@ c.JupyterAir.data_dir = os.path.join(  # noqa: F821
     os.environ.get("JUPYTER_DATA_DIR", os.path.expanduser("~/.local/share/jupyter")),
     f"air-{c.ServerApp.port}",  # noqa: F821
 )
+# Galata turns Jupyter's XSRF check off (its helpers send no X-XSRFToken); the server under a
+# prefix, driven by plain Playwright through JupyterLab and the MLflow UI, checks it as a real
+# server does
+if os.environ.get("AIR_UI_XSRF") == "1":
+    c.ServerApp.disable_check_xsrf = False  # noqa: F821

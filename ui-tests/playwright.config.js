@@ -42,12 +42,14 @@ module.exports = {
       reuseExistingServer: !process.env.CI
     },
     {
-      // JupyterHub-style prefix, real NVML backend (no GPU data on a machine without a driver)
+      // JupyterHub-style prefix, real NVML backend (no GPU data on a machine without a driver),
+      // Jupyter's XSRF check on
       command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.base_url=/user/alice/ 2> ${logDir}/ui-server-prefix.log`,
       url: `http://localhost:${prefixPort}/user/alice/lab`,
       env: {
         ...process.env,
         AIR_UI_PORT: prefixPort,
+        AIR_UI_XSRF: '1',
         JUPYTER_AIR_GPU_BACKEND: 'auto'
       },
       timeout: 180 * 1000,

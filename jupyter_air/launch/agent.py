@@ -4,7 +4,9 @@ call, started by the kernel in its own session.
 It runs torch elastic's ``elastic_launch`` (c10d rendezvous on loopback, no restarts), which
 starts the ranks as ``python -m jupyter_air.launch.worker <run dir>`` with their stdout/stderr in
 files of the run folder, and writes ``outcome.json`` for the kernel: succeeded, failed (per-rank
-exit codes and signals), stopped by a signal, or a launcher error.
+exit codes and signals), stopped by a signal, or a launcher error. When elastic stops the ranks
+still running (after the first failure, or when the agent is signalled) it notes which in the run
+folder first, so that none of them is taken for the cause.
 
 Why a process and not a thread of the kernel: elastic installs signal handlers (SIGTERM, SIGINT,
 …) to stop its ranks, which Python allows only in a main thread; and a process of its own can be
@@ -13,6 +15,7 @@ stopped, and outlive nothing: it dies with the kernel (parent watch) and ranks d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -22,7 +25,7 @@ import uuid
 from typing import Any
 
 from .processes import AGENT_PID_ENV, signal_name, watch_parent
-from .rundir import RunDir, write_json
+from .rundir import RunDir, record_stops, write_json
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +68,7 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
 
     nproc = int(settings["nproc"])
     os.environ[AGENT_PID_ENV] = str(os.getpid())
+    _record_elastic_stops(run_dir)
     config = LaunchConfig(
         min_nodes=1,
         max_nodes=1,
@@ -82,6 +86,30 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         shutdown_timeout=float(settings.get("grace_period", 5.0)),  # type: ignore[arg-type]
     )
     elastic_launch(config, sys.executable)("-m", "jupyter_air.launch.worker", str(run_dir.path))
+
+
+def _record_elastic_stops(run_dir: RunDir) -> None:
+    """Before elastic's process context stops its ranks (``PContext.close``: SIGTERM, then
+    SIGKILL after its timeout), record those still running as stopped by the launch. One agent
+    runs one node, so a local rank is the rank."""
+    import psutil
+    from torch.distributed.elastic.multiprocessing import api
+
+    original = api.PContext.close
+
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def close(pcontext: Any, death_sig: Any = None, *args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(Exception):  # a record not written must not keep ranks running
+            ranks = [rank for rank, pid in pcontext.pids().items() if running(pid)]
+            record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
+        return original(pcontext, death_sig, *args, **kwargs)
+
+    api.PContext.close = close  # type: ignore[method-assign]
 
 
 def _describe_failure(error: BaseException) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from .failures import collect_failures, rank_error
 from .output import RankOutput
 from .payload import build_payload, function_name
 from .processes import RankProcess, signal_group, signal_name
-from .rundir import RunDir, create_run_dir, write_atomic, write_json
+from .rundir import RunDir, create_run_dir, record_stops, write_atomic, write_json
 
 if TYPE_CHECKING:
     from ..tracking.runs import ManagedRun
@@ -312,8 +312,13 @@ class Launch:
                     self.ranks[rank] = RankProcess(rank, int(info["pid"]), float(info["started"]))
 
     def _kill_ranks(self, sig: int) -> None:
+        """Signal every rank still running, noting first that the launch stopped them."""
         self._read_ranks()
-        for process in self.ranks.values():
+        alive = [process for process in self.ranks.values() if process.alive()]
+        if self.run_dir is not None:
+            with contextlib.suppress(OSError):
+                record_stops(self.run_dir, "driver", [p.rank for p in alive], signal_name(sig))
+        for process in alive:
             process.signal(sig)
 
     def _stop(self, why: str) -> None:

@@ -1,15 +1,20 @@
 """From a failed launch to the one error the cell raises.
 
-The first rank to fail is the cause; ranks that merely noticed a peer going away ("Connection
-closed by peer") come after it whatever their time. Its exception is raised again in the kernel
-with its own type when it unpickles there, caused by a ``RemoteTraceback`` holding the rank's
-traceback (cell lines included, cells named as IPython names them: ``Cell In[3]``); otherwise a
-``RankFailedError`` says what happened: the exception's type and message, the signal that killed
-the rank, or its exit code.
+The first rank to fail on its own is the cause. Ranks the launch stopped itself (elastic's
+SIGTERM to the others once one failed, the kernel's SIGTERM/SIGKILL: see ``rundir.record_stops``)
+and ranks that merely noticed a peer going away ("Connection closed by peer") come after it
+whatever their time. Times are compared to the second, the precision of elastic's failure
+records; within one second a rank that left an error record (its own exception) comes first.
+
+The cause's exception is raised again in the kernel with its own type when it unpickles there,
+caused by a ``RemoteTraceback`` holding the rank's traceback (cell lines included, cells named as
+IPython names them: ``Cell In[3]``); otherwise a ``RankFailedError`` says what happened: the
+exception's type and message, the signal that killed the rank, or its exit code.
 """
 
 from __future__ import annotations
 
+import math
 import pickle
 import re
 import sys
@@ -18,20 +23,42 @@ from typing import Any
 
 from .errors import RankFailedError, RemoteTraceback
 from .output import tail_lines
-from .rundir import RunDir
+from .rundir import RunDir, read_stops
 
 
 @dataclass
 class RankFailure:
     rank: int
-    time: float
+    time: float  # the error record's time when there is one, else elastic's (whole seconds)
     exitcode: int | None = None
     signal: str | None = None
     record: dict[str, Any] | None = None  # error-<rank>.pkl, when the rank wrote one
+    stopped_at: float | None = None  # when the launch itself signalled the rank to stop
 
     @property
     def secondary(self) -> bool:
         return bool(self.record and self.record.get("secondary"))
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by the launch (not failed on its own): signalled before it left any error
+        record of its own."""
+        if self.stopped_at is None:
+            return False
+        return self.record is None or float(self.record["time"]) >= self.stopped_at
+
+
+def cause_order(failure: RankFailure) -> tuple[Any, ...]:
+    """Sort key putting the cause first: failed on its own, first to the second, an error
+    record before none within that second, then to the sub-second, then the lower rank."""
+    return (
+        failure.stopped,
+        failure.secondary,
+        math.floor(failure.time),
+        failure.record is None,
+        failure.time,
+        failure.rank,
+    )
 
 
 def collect_failures(
@@ -54,7 +81,10 @@ def collect_failures(
         failure = failures.setdefault(rank, RankFailure(rank, float(record["time"])))
         failure.record = record
         failure.time = float(record["time"])
-    return sorted(failures.values(), key=lambda f: (f.secondary, f.time, f.rank))
+    for rank, when in read_stops(run_dir).items():
+        if rank in failures:
+            failures[rank].stopped_at = when
+    return sorted(failures.values(), key=cause_order)
 
 
 def read_error(run_dir: RunDir, rank: int) -> dict[str, Any] | None:

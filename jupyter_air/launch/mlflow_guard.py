@@ -3,8 +3,14 @@
 Every rank gets ``MLFLOW_RUN_ID``; MLflow resumes that run on the rank's first ``log_*`` call and
 ends it FINISHED from its ``atexit`` hook (or from an explicit ``mlflow.end_run()``) when the rank
 exits, while the other ranks still run and before the kernel decides the final status (mlflow
-#4696, #5817, #8494). Here ``end_run`` leaves the kernel's run as it is: it only stops being
-the rank's active run. Runs the rank creates itself (nested ones) end as usual.
+#4696, #5817, #8494). Libraries end it too: Lightning's ``MLFlowLogger.finalize()`` calls
+``MlflowClient().set_terminated(run_id, "FINISHED")`` in rank 0, transformers' callback calls
+``mlflow.end_run()``. Here no route ends the kernel's run: ``end_run`` only stops it being the
+rank's active run; ``MlflowClient.set_terminated`` of it does nothing; ``MlflowClient.update_run``
+keeps its status RUNNING (a new name still applies). Each of them still sends what was logged
+asynchronously (``synchronous=False``) before it returns, as ending the run would have; the worker
+calls ``flush()`` when the function is done, as MLflow's exit hooks come too late for that. Runs
+the rank creates itself (nested ones) end as usual.
 
 It also records ``mlflow.set_experiment`` calls, which make MLflow refuse the kernel's run
 ("active experiment ID does not match environment run ID"), so the rank can explain that error.
@@ -14,15 +20,14 @@ mlflow is patched when (and only if) the function imports it: this module import
 
 from __future__ import annotations
 
-import contextlib
 import importlib.abc
 import os
 import sys
 import traceback
-from collections.abc import Iterator
 from typing import Any
 
 FLUENT = "mlflow.tracking.fluent"
+CLIENT = "mlflow.tracking.client"
 MISMATCH = "does not match environment run ID"
 
 
@@ -40,10 +45,24 @@ class MlflowGuard:
         else:
             sys.meta_path.insert(0, _PatchOnImport(self))
 
+    def flush(self) -> None:
+        """Send what this process logged asynchronously, as ending a run does (MLflow shuts its
+        async queue down first)."""
+        fluent = sys.modules.get(FLUENT)
+        flush = getattr(fluent, "flush_async_logging", None)
+        if flush is not None:
+            try:
+                flush()
+            except Exception as error:
+                print(f"jupyter-air: could not send async MLflow logs: {error}", file=sys.stderr)
+
     # the patches --------------------------------------------------------------------------------
     def _patch(self, fluent: Any) -> None:
         if getattr(fluent, "_jupyter_air_guard", None) is self:
             return
+        client = sys.modules.get(CLIENT)  # imported by fluent
+        if client is not None:
+            self._patch_client(client.MlflowClient)
         original_end_run = fluent.end_run
         original_set_experiment = fluent.set_experiment
         guard = self
@@ -52,8 +71,7 @@ class MlflowGuard:
             active = fluent.active_run()
             if active is None or active.info.run_id != guard.run_id:
                 return original_end_run(*args, **kwargs)
-            with guard._no_terminate():
-                original_end_run(*args, **kwargs)
+            original_end_run(*args, **kwargs)  # its set_terminated of the run does nothing
             # later log_* calls of this rank go to the same run, not to a new one
             os.environ["MLFLOW_RUN_ID"] = guard.run_id
             return None
@@ -65,10 +83,8 @@ class MlflowGuard:
             guard.set_experiment_calls.append(f"{named!r}{_call_site()}")
             return original_set_experiment(*args, **kwargs)
 
-        end_run.__wrapped__ = original_end_run  # type: ignore[attr-defined]
-        end_run.__doc__ = original_end_run.__doc__
-        set_experiment.__wrapped__ = original_set_experiment  # type: ignore[attr-defined]
-        set_experiment.__doc__ = original_set_experiment.__doc__
+        _wraps(end_run, original_end_run)
+        _wraps(set_experiment, original_set_experiment)
         fluent.end_run = end_run
         fluent.set_experiment = set_experiment
         fluent._jupyter_air_guard = self
@@ -77,23 +93,36 @@ class MlflowGuard:
             mlflow.end_run = end_run
             mlflow.set_experiment = set_experiment
 
-    @contextlib.contextmanager
-    def _no_terminate(self) -> Iterator[None]:
-        from mlflow.tracking.client import MlflowClient
-
-        original = MlflowClient.set_terminated
-        protected = self.run_id
+    def _patch_client(self, cls: Any) -> None:
+        """``MlflowClient`` itself (every instance, however it was imported) cannot end the
+        kernel's run."""
+        if getattr(cls, "_jupyter_air_guard", None) is self:
+            return
+        original_set_terminated = cls.set_terminated
+        original_update_run = cls.update_run
+        guard = self
 
         def set_terminated(client: Any, run_id: str, *args: Any, **kwargs: Any) -> None:
-            if run_id == protected:
-                return None
-            return original(client, run_id, *args, **kwargs)
+            if run_id != guard.run_id:
+                return original_set_terminated(client, run_id, *args, **kwargs)
+            guard.flush()
+            return None
 
-        MlflowClient.set_terminated = set_terminated  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            MlflowClient.set_terminated = original  # type: ignore[method-assign]
+        def update_run(
+            client: Any, run_id: str, status: str | None = None, name: str | None = None
+        ) -> None:
+            if run_id == guard.run_id and status is not None and status.upper() != "RUNNING":
+                guard.flush()
+                status = None
+                if name is None:
+                    return None
+            return original_update_run(client, run_id, status=status, name=name)
+
+        _wraps(set_terminated, original_set_terminated)
+        _wraps(update_run, original_update_run)
+        cls.set_terminated = set_terminated
+        cls.update_run = update_run
+        cls._jupyter_air_guard = self
 
     # explaining set_experiment -----------------------------------------------------------------
     def explain(self, error: BaseException, experiment: str | None) -> str | None:
@@ -146,6 +175,11 @@ class _PatchingLoader(importlib.abc.Loader):
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_code, …: the real loader's
         return getattr(self._loader, name)
+
+
+def _wraps(wrapper: Any, original: Any) -> None:
+    wrapper.__wrapped__ = original
+    wrapper.__doc__ = original.__doc__
 
 
 def _mentions_mismatch(error: BaseException | None) -> bool:

@@ -71,6 +71,10 @@ class RunDir:
     def pid(self, rank: int) -> Path:
         return self.path / f"pid-{rank}.json"
 
+    def stops(self, who: str) -> Path:
+        """The ranks that ``who`` (the driver, the agent) signalled to stop, and when."""
+        return self.path / f"stops-{who}.json"
+
     # small helpers ----------------------------------------------------------------------------
     def read_json(self, path: Path) -> dict[str, Any] | None:
         try:
@@ -94,6 +98,34 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_json(path: Path, value: Any) -> None:
     write_atomic(path, json.dumps(value).encode())
+
+
+STOPPERS = ("driver", "agent")  # the processes that stop ranks, each with its own record
+
+
+def record_stops(run_dir: RunDir, who: str, ranks: list[int], signal: str) -> None:
+    """Note that ``who`` is about to send ``signal`` to ``ranks``: a rank stopped by the launch
+    itself is never the cause of its failure. The first time each rank was signalled is kept.
+    Only ``who``'s own process writes its record, so read-modify-write is safe."""
+    if not ranks:
+        return
+    path = run_dir.stops(who)
+    stops = run_dir.read_json(path) or {}
+    now = time.time()
+    for rank in ranks:
+        stops.setdefault(str(rank), {"time": now, "signal": signal})
+    write_json(path, stops)
+
+
+def read_stops(run_dir: RunDir) -> dict[int, float]:
+    """When each rank was first signalled to stop by the launch (driver or agent)."""
+    first: dict[int, float] = {}
+    for who in STOPPERS:
+        for key, info in (run_dir.read_json(run_dir.stops(who)) or {}).items():
+            with contextlib.suppress(TypeError, ValueError, KeyError):
+                rank, when = int(key), float(info["time"])
+                first[rank] = min(when, first.get(rank, when))
+    return first
 
 
 def runs_root() -> Path:

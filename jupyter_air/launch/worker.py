@@ -58,6 +58,7 @@ def main(argv: list[str]) -> int:
             value = None
         else:
             _write_error(run_dir, rank, error)
+            _send_async_logs(guard)
             return 1
     except BaseException as error:
         explained = guard.explain(error, settings.get("mlflow_experiment")) if guard else None
@@ -66,8 +67,10 @@ def main(argv: list[str]) -> int:
             replacement.__cause__ = error
             replacement.__traceback__ = error.__traceback__
             error = replacement
-        _write_error(run_dir, rank, error)
+        _write_error(run_dir, rank, error)  # first: the kernel learns of the failure at once
+        _send_async_logs(guard)
         return 1
+    _send_async_logs(guard)  # before the result: the run may end once every result is there
     try:
         data = dumps_result(value)
     except Exception as error:
@@ -81,6 +84,13 @@ def main(argv: list[str]) -> int:
     write_atomic(run_dir.result(rank), data)
     _finish_process_group()
     return 0
+
+
+def _send_async_logs(guard: MlflowGuard | None) -> None:
+    """What the function logged with ``synchronous=False`` reaches the run now: at interpreter
+    exit MLflow's own hooks can no longer send it (its thread pools refuse new work by then)."""
+    if guard is not None:
+        guard.flush()
 
 
 def dumps_result(value: Any) -> bytes:

@@ -14,11 +14,12 @@ from typing import Any
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server_proxy.handlers import ProxyHandler
 
 from .mlflow_service import RUN_STATUSES, MlflowService, run_summary
+from .mlflow_xsrf import add_xsrf_script
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +202,10 @@ def sandbox_artifacts(response: Any, path: str) -> None:
 class MlflowProxyHandler(ProxyHandler):
     """Serves the MLflow UI (and its API, for the UI) from the tracking server we proxy.
 
-    Authentication is enforced by ``ProxyHandler.prepare``; authorisation is checked here. MLflow
-    3.5+ rejects requests whose Host/Origin are not its own, so both are rewritten.
+    Authentication is enforced by ``ProxyHandler.prepare``; XSRF by Jupyter's own check (see
+    ``check_xsrf_cookie``); authorisation is checked here. MLflow 3.5+ rejects requests whose
+    Host/Origin are not its own, so both are rewritten (which is why MLflow's own origin check
+    cannot protect it here).
     """
 
     auth_resource = MLFLOW_RESOURCE
@@ -210,7 +213,13 @@ class MlflowProxyHandler(ProxyHandler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.proxy_base = "air/mlflow"
-        self.rewrite_response = (sandbox_artifacts,)
+        self.rewrite_response = (sandbox_artifacts, add_xsrf_script)
+
+    def check_xsrf_cookie(self) -> None:
+        """jupyter-server-proxy leaves XSRF to the proxied app; here every POST, PUT, PATCH and
+        DELETE passes Jupyter's check, as on any Jupyter API: Jupyter's token, or the ``_xsrf``
+        cookie with its ``X-XSRFToken`` header (which MLflow's pages send, see mlflow_xsrf)."""
+        return JupyterHandler.check_xsrf_cookie(self)
 
     async def prepare(self, *args: Any, **kwargs: Any) -> None:
         await super().prepare(*args, **kwargs)
@@ -254,7 +263,25 @@ class MlflowProxyHandler(ProxyHandler):
             self.finish(json.dumps({"message": title, "mlflow": status}))
         return True
 
+    def proxy_request_options(self) -> dict[str, Any]:
+        options = super().proxy_request_options()
+        # tornado's client refuses a body on DELETE unless told; MLflow's API takes JSON bodies
+        # on DELETE (registered-models/delete, …)
+        options["allow_nonstandard_methods"] = True
+        return options
+
+    def proxy_request_headers(self) -> Any:
+        headers = super().proxy_request_headers()
+        if "text/html" in self.request.headers.get("Accept", ""):
+            # a page cached before it carried the XSRF script must not come back as a 304 (every
+            # write from it would be refused); the pages served now are never cached
+            for name in ("If-None-Match", "If-Modified-Since"):
+                if name in headers:
+                    del headers[name]
+        return headers
+
     def get_request_headers_override(self) -> dict[str, str]:
+        """Every header the proxy sets on what it forwards to MLflow (the one place for them)."""
         target = _service(self).proxy_target
         if target is None:
             return {}
@@ -274,6 +301,7 @@ class MlflowProxyHandler(ProxyHandler):
         await ProxyHandler.proxy(self, target[0], target[1], proxied_path)
 
     async def http_get(self, proxied_path: str = "") -> None:
+        _ = self.xsrf_token  # sets the `_xsrf` cookie that MLflow's pages echo, when missing
         await self._forward(proxied_path)
 
     async def open(self, proxied_path: str = "") -> None:

@@ -239,3 +239,61 @@ pwTest('the MLflow tab works under /user/alice/', async ({ page, request }) => {
     pwExpect(p).toMatch(/^\/user\/alice\/air\/api\/mlflow/);
   }
 });
+
+pwTest(
+  'a write in the MLflow UI passes Jupyter’s XSRF check (server under /user/alice/)',
+  async ({ page }) => {
+    pwTest.setTimeout(READY_TIMEOUT + 90_000);
+    const base = prefixBase.replace(/\/$/, '');
+    const tracking = await mlflowReady(page.request, base);
+    const python = process.env.AIR_PYTHON || 'python';
+    const { stdout } = await promisify(execFile)(python, [
+      '-c',
+      'import sys; from mlflow import MlflowClient; c = MlflowClient(sys.argv[1]); ' +
+        'e = c.create_experiment(sys.argv[2]); r = c.create_run(e, run_name="tag-me"); ' +
+        'print(e, r.info.run_id)',
+      tracking,
+      `xsrf-${Date.now()}`
+    ]);
+    const [experimentId, runId] = stdout.trim().split(/\s+/).slice(-2);
+    await openLab(page, `${prefixBase}lab`);
+
+    // this server checks XSRF: the browser's cookies alone do not make a write
+    const cookieOnly = await page.request.post(
+      `${prefixBase}air/mlflow/ajax-api/2.0/mlflow/runs/set-tag`,
+      { data: { run_id: runId, key: 'forged', value: 'yes' } }
+    );
+    pwExpect(cookieOnly.status()).toBe(403);
+
+    // the MLflow UI in its tab: add a tag to the run
+    await execute(page, 'jupyter-air:open-mlflow', {
+      path: `#/experiments/${experimentId}/runs/${runId}`
+    });
+    const mlflow = page.frameLocator('#jupyter-air-mlflow iframe');
+    await mlflow
+      .getByRole('button', { name: 'Add tags' })
+      .click({ timeout: 60_000 });
+    const dialog = mlflow.getByRole('dialog');
+    await dialog.getByRole('combobox').fill('stage');
+    await dialog.getByRole('combobox').press('Enter');
+    await dialog.getByPlaceholder('Type a value').fill('verified');
+    await dialog.getByRole('button', { name: 'Add tag', exact: true }).click();
+    const saved = page.waitForResponse(r => r.url().endsWith('/runs/set-tag'));
+    await dialog.getByRole('button', { name: 'Save tags' }).click();
+    const response = await saved;
+    pwExpect(response.status()).toBe(200);
+    pwExpect(response.request().headers()['x-xsrftoken']).toBeTruthy();
+    await pwExpect(mlflow.getByText('verified')).toBeVisible();
+
+    const tags = await promisify(execFile)(python, [
+      '-c',
+      'import json, sys; from mlflow import MlflowClient; ' +
+        'print(json.dumps(MlflowClient(sys.argv[1]).get_run(sys.argv[2]).data.tags))',
+      tracking,
+      runId
+    ]);
+    const stored = JSON.parse(tags.stdout.trim().split('\n').pop()!);
+    pwExpect(stored.stage).toBe('verified');
+    pwExpect(stored.forged).toBeUndefined();
+  }
+);
