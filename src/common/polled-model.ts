@@ -1,23 +1,23 @@
 /**
  * A model that polls the server while its view is shown.
  *
- * The Experiment panel, the Workloads list and a job run's page each had the same lifecycle
+ * The Experiment panel, the Workloads list and a job run's page each have the same lifecycle
  * around a `Poller`: a change signal, start when shown / stop when hidden, refresh, dispose, and
  * "ask now, but only if shown" after a change of query. They extend this and say what one poll
- * does (`poll`) and when the next one comes (`nextDelay`).
+ * does (`poll`: a rejection backs the next one off) and when the next one comes (`nextDelay`).
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { Poller } from '../mlflow/poller';
-import { ITimers } from './timers';
+import { Poller } from './poller';
 
 export abstract class PolledModel implements IDisposable {
-  constructor(timers?: ITimers) {
+  /** `name`: the poll's name in the console (`jupyter-air:workloads`). */
+  constructor(name: string) {
     this.poller = new Poller({
+      name,
       poll: () => this.poll(),
-      delay: () => this.nextDelay(),
-      timers
+      interval: () => this.nextDelay()
     });
   }
 
@@ -64,7 +64,10 @@ export abstract class PolledModel implements IDisposable {
     Signal.clearData(this);
   }
 
-  /** One call to the server, then `_changed.emit()` (dropped when the query changed meanwhile). */
+  /**
+   * One call to the server, then `_changed.emit()` (dropped when the query changed meanwhile).
+   * A failure is recorded for the view, then rethrown: the next poll backs off.
+   */
   protected abstract poll(): Promise<void>;
 
   /** Ask now when shown; when hidden, `start()` asks (nothing is sent while hidden). */

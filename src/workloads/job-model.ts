@@ -1,11 +1,10 @@
 /**
  * The state of a job run's page, without any DOM: the job run (with its YAML), polled every 3 s
- * while it is active and the page is shown, and its cancellation.
+ * while it is active and the page is shown (backing off while the server fails), and its
+ * cancellation.
  */
-import { APIError } from '../api';
+import { APIError, describeError } from '../api';
 import { PolledModel } from '../common/polled-model';
-import { ITimers } from '../common/timers';
-import { describeError } from '../mlflow/api';
 import { cancelJob, fetchJob } from './api';
 import { IJob, isActiveStatus } from './types';
 
@@ -19,7 +18,7 @@ export type JobFetcher = (id: string) => Promise<IJob>;
 
 export class JobModel extends PolledModel {
   constructor(options: JobModel.IOptions = {}) {
-    super(options.timers);
+    super('jupyter-air:job-run');
     this._fetchJob = options.fetchJob ?? fetchJob;
     this._cancelJob = options.cancelJob ?? cancelJob;
   }
@@ -155,6 +154,11 @@ export class JobModel extends PolledModel {
       }
       this._error = describeError(error);
       this._notFound = error instanceof APIError && error.status === 404;
+      this._changed.emit();
+      if (!this._notFound) {
+        throw error; // the next poll backs off (a job run that is gone is not asked again)
+      }
+      return;
     }
     this._changed.emit();
   }
@@ -175,7 +179,5 @@ export namespace JobModel {
     fetchJob?: JobFetcher;
     /** Calls `POST air/api/workloads/{id}/cancel`; defaults to the real server. */
     cancelJob?: JobFetcher;
-    /** Timer functions; default to the window's. */
-    timers?: ITimers;
   }
 }

@@ -5,13 +5,12 @@
  * - The filters and the page go to the server (`workloads?status=…&experiment=…&limit&offset`),
  *   which answers newest first with the total, so thousands of job runs page cheaply.
  * - While started (the list is shown) it polls: every 3 s while a job run shown is PENDING or
- *   RUNNING (statuses and durations stay live), else every 30 s. Stopped (hidden), nothing is
- *   sent.
+ *   RUNNING (statuses and durations stay live), else every 30 s (backing off while the server
+ *   fails). Stopped (hidden), nothing is sent.
  * - An answer to an older query (the user changed a filter or the page meanwhile) is dropped.
  */
+import { describeError } from '../api';
 import { PolledModel } from '../common/polled-model';
-import { ITimers } from '../common/timers';
-import { describeError } from '../mlflow/api';
 import { IWorkloadsQuery, fetchWorkloads } from './api';
 import { IJob, IWorkloadsPage, JOB_STATUSES, isActiveStatus } from './types';
 
@@ -50,7 +49,7 @@ export type WorkloadsFetcher = (
 
 export class WorkloadsModel extends PolledModel {
   constructor(options: WorkloadsModel.IOptions = {}) {
-    super(options.timers);
+    super('jupyter-air:workloads');
     this._fetch = options.fetchWorkloads ?? fetchWorkloads;
     this._pageSize = options.pageSize ?? PAGE_SIZE;
   }
@@ -213,6 +212,8 @@ export class WorkloadsModel extends PolledModel {
         return;
       }
       this._error = describeError(error);
+      this._changed.emit();
+      throw error;
     }
     this._changed.emit();
   }
@@ -231,8 +232,6 @@ export namespace WorkloadsModel {
   export interface IOptions {
     /** Calls `air/api/workloads`; defaults to the real server. */
     fetchWorkloads?: WorkloadsFetcher;
-    /** Timer functions; default to the window's. */
-    timers?: ITimers;
     /** Job runs per page (default 50). */
     pageSize?: number;
   }
