@@ -4,7 +4,7 @@ import { parseAnsi, stripAnsi } from '../logs/ansi';
 import { logsDownloadUrl } from '../logs/api';
 import { matchRanges, searchPattern } from '../logs/line';
 import { LogsModel } from '../logs/model';
-import { inputToSeconds, secondsToInput } from '../logs/toolbar';
+import { inputToSeconds, secondsToInput } from '../logs/time-range';
 import { LogsView } from '../logs/view';
 import { ROW_HEIGHT, visibleRange } from '../logs/virtual';
 import { HOSTILE, advance } from './helpers';

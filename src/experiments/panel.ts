@@ -3,8 +3,8 @@
  *
  * The header names the experiment (and the notebook it belongs to); the controls (controls.ts)
  * let the user pick another experiment or filter runs by status; below, the runs as a tree
- * (run-list.ts), or a line that says why there are none (MLflow starting or unreachable, no runs
- * yet, no notebook). Clicking a run opens it in the MLflow tab.
+ * (run-list.ts), or a line that says why there are none (messages.ts: MLflow starting or
+ * unreachable, no runs yet, no notebook). Clicking a run opens it in the MLflow tab.
  *
  * The model (model.ts) polls while the panel is shown; this view only renders it, in place.
  * Plain DOM, text through `textContent` only (run and experiment names are user data).
@@ -15,11 +15,10 @@ import { CommandIDs, ICommandRunner } from '../commands';
 import { button, h, setAttr, setHidden, setText } from '../common/dom';
 import { Poller } from '../common/poller';
 import { ShownWidget } from '../common/shown-widget';
-import { statusLabel } from '../common/status';
 import { loadTranslation } from '../common/translation';
 import { safeFragment, statusUiUrl } from '../mlflow/links';
-import { startingTitle } from '../mlflow/format';
 import { ExperimentControls } from './controls';
+import { stateMessage } from './messages';
 import { ExperimentsModel } from './model';
 import { RunList } from './run-list';
 import { RunRow } from './run-row';
@@ -130,7 +129,7 @@ export class ExperimentsPanel extends ShownWidget {
     this._controls.render();
 
     // state line
-    const message = this._messageText();
+    const message = stateMessage(trans, model);
     setText(this._message, message ?? '');
     setHidden(this._message, message === null);
     this._message.dataset.state = state;
@@ -215,53 +214,6 @@ export class ExperimentsPanel extends ShownWidget {
     setAttr(this._source, 'title', picked === null && notebook ? notebook : '');
     setHidden(this._source, !source);
     setHidden(this._openMlflow, !model.experimentId);
-  }
-
-  /** The line that says what the panel shows instead of runs, `null` with runs. */
-  private _messageText(): string | null {
-    const trans = this._trans;
-    const model = this._model;
-    const mlflow = model.mlflow;
-    const name = model.experimentName ?? trans.__('this experiment');
-    switch (model.state) {
-      case 'no-notebook':
-        return trans.__('Open a notebook to see its experiment');
-      case 'loading':
-        return trans.__('Loading runs…');
-      case 'starting':
-        return startingTitle(trans, mlflow);
-      case 'unreachable': {
-        const where = mlflow?.tracking_uri;
-        const why =
-          mlflow?.error ||
-          (mlflow?.state === 'stopped'
-            ? trans.__('the tracking server is stopped')
-            : '');
-        if (where && why) {
-          return trans.__('MLflow unreachable at %1: %2', where, why);
-        }
-        if (where || why) {
-          return where
-            ? trans.__('MLflow unreachable at %1', where)
-            : trans.__('MLflow unreachable: %1', why);
-        }
-        return trans.__('MLflow unreachable');
-      }
-      case 'disabled':
-        return trans.__('MLflow is disabled on this server');
-      case 'error':
-        return trans.__('Cannot load runs: %1', model.error);
-      case 'empty':
-        return model.filter === 'ALL'
-          ? trans.__('No runs yet in %1', name)
-          : trans.__(
-              'No %1 runs in %2',
-              statusLabel(trans, model.filter).toLowerCase(),
-              name
-            );
-      default:
-        return null;
-    }
   }
 
   private _openRun(row: RunRow): void {

@@ -17,8 +17,9 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { describeError, requestAPI } from '../api';
+import { describeError } from '../api';
 import { Poller } from '../common/poller';
+import { GpuFetcher, fetchGpu } from './api';
 import { mergeSamples, sameSamples, trimSamples } from './history';
 import { IGpuPayload, ISample } from './types';
 
@@ -29,25 +30,6 @@ export const DEFAULT_HISTORY_S = 7200;
 
 /** What the panel shows overall. */
 export type GpuStatus = 'loading' | 'live' | 'paused' | 'error';
-
-/** Options of one GPU API call. */
-export interface IGpuFetchOptions {
-  /** Only samples newer than this (unix seconds); `null` for the whole window. */
-  since: number | null;
-  /** `true`: `POST gpu/refresh` (sample now); `false`: `GET gpu`. */
-  refresh: boolean;
-}
-
-/** A function that calls the GPU API (injectable for tests). */
-export type GpuFetcher = (options: IGpuFetchOptions) => Promise<IGpuPayload>;
-
-/** The real GPU API: `GET air/api/gpu` or `POST air/api/gpu/refresh`. */
-export const fetchGpu: GpuFetcher = ({ since, refresh }) => {
-  const query = since === null ? '' : `?since=${encodeURIComponent(since)}`;
-  return requestAPI<IGpuPayload>((refresh ? 'gpu/refresh' : 'gpu') + query, {
-    method: refresh ? 'POST' : 'GET'
-  });
-};
 
 /** A positive number from the server, or the default. */
 function positive(value: unknown, fallback: number): number {

@@ -17,8 +17,9 @@
  * - A 403 (no access to the logs) stops everything and keeps the server's message to show; a
  *   404, a bad filter (400) likewise; other failures retry after a few seconds, backing off.
  *
- * Reading the tail and following are each a `Poller` (common/poller.ts): one call at a time,
- * nothing while hidden, the retry delay growing while the server fails.
+ * Reading the tail is a `Poller` (common/poller.ts), following a `LogsFollower` (follower.ts,
+ * on a `Poller` too): one call at a time, nothing while hidden, the retry delay growing while the
+ * server fails.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
@@ -32,9 +33,9 @@ import {
   ILogsCursor,
   defaultFilters,
   fetchLogs,
-  isAbort,
   isFinal
 } from './api';
+import { LogsFollower } from './follower';
 import { JobFetcher, LogsJobInfo } from './job-info';
 import { LineWindow } from './line-window';
 import { ILogLine, ILogPage, LOG_LEVELS, LogLevel } from './types';
@@ -101,13 +102,25 @@ export class LogsModel implements IDisposable {
       retryMs,
       standby: 'never'
     });
-    // following: a long-poll at a time, the next one at once (the server holds each)
-    this._follow = new Poller({
-      name: 'jupyter-air:logs-follow',
-      poll: () => this._followOnce(),
-      interval: 0,
-      retryMs,
-      standby: 'never'
+    this._follow = new LogsFollower({
+      after: () => this._window.next,
+      read: (after, signal) =>
+        this._fetchLogs(
+          this.jobId,
+          this._filters,
+          { after, limit: this._pageSize, wait: this._waitS },
+          signal
+        ),
+      answered: page => {
+        this._append(page);
+        return !this._window.complete && this._window.next !== null;
+      },
+      failed: error => {
+        this._failed(error);
+        return !isFinal(error);
+      },
+      stopped: () => this._emit('state'),
+      retryMs
     });
   }
 
@@ -452,59 +465,6 @@ export class LogsModel implements IDisposable {
   /** Stop following: the long-poll in flight is aborted. */
   private _stopFollowing(): void {
     this._follow.stop();
-    this._controller?.abort();
-    this._controller = null;
-  }
-
-  /**
-   * One long-poll for lines after `next`; following stops when the job is complete or on a
-   * failure retrying will not fix, and backs off on others.
-   */
-  private async _followOnce(): Promise<void> {
-    const generation = this._generation;
-    const current = () =>
-      generation === this._generation &&
-      !this._isDisposed &&
-      this._follow.isStarted;
-    const after = this._window.next;
-    if (!current() || after === null) {
-      return;
-    }
-    const controller =
-      typeof AbortController !== 'undefined' ? new AbortController() : null;
-    this._controller = controller;
-    let page: ILogPage;
-    try {
-      page = await this._fetchLogs(
-        this.jobId,
-        this._filters,
-        { after, limit: this._pageSize, wait: this._waitS },
-        controller?.signal
-      );
-    } catch (error) {
-      if (!current() || isAbort(error)) {
-        return;
-      }
-      this._failed(error);
-      if (isFinal(error)) {
-        this._stopFollowing();
-        this._emit('state');
-        return;
-      }
-      throw error;
-    } finally {
-      if (this._controller === controller) {
-        this._controller = null;
-      }
-    }
-    if (!current()) {
-      return;
-    }
-    this._append(page);
-    if (this._window.complete || this._window.next === null) {
-      this._stopFollowing();
-      this._emit('state');
-    }
   }
 
   private _append(page: ILogPage): void {
@@ -559,7 +519,7 @@ export class LogsModel implements IDisposable {
   private readonly _waitS: number;
   private readonly _window: LineWindow;
   private readonly _tail: Poller;
-  private readonly _follow: Poller;
+  private readonly _follow: LogsFollower;
   private _filters: ILogFilters;
   private _loaded = false;
   private _loadingOlder = false;
@@ -570,7 +530,6 @@ export class LogsModel implements IDisposable {
   private _started = false;
   private _isDisposed = false;
   private _generation = 0;
-  private _controller: AbortController | null = null;
 }
 
 export namespace LogsModel {

@@ -1,7 +1,8 @@
 /**
  * The Logs view's toolbar: search (sent 400 ms after the last key, or at once on Enter), node,
- * attempt, the three level toggles, the time range, Copy (the lines loaded) and Download (every
- * line matching the filters, a plain link the browser follows with the Jupyter cookie).
+ * attempt, the three level toggles, the time range (time-range.ts), Copy (the lines loaded) and
+ * Download (every line matching the filters, a plain link the browser follows with the Jupyter
+ * cookie).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Debouncer } from '@lumino/polling';
@@ -14,61 +15,15 @@ import {
   setOptions,
   setValue
 } from '../common/dom';
+import { CopyRefusedError, CopyText } from '../common/clipboard';
 import { ILogFilters } from './api';
 import { lineAsText, searchPattern } from './line';
+import { TimeRange } from './time-range';
 import { LogsModel } from './model';
 import { LOG_LEVELS, LogLevel } from './types';
 
 /** Milliseconds after the last key before a typed search is sent. */
 export const SEARCH_DEBOUNCE_MS = 400;
-
-/** Copies text to the clipboard (injectable for tests). */
-export type CopyText = (text: string) => Promise<void>;
-
-/** The clipboard, or a hidden textarea and `execCommand('copy')` where there is none. */
-export async function copyToClipboard(text: string): Promise<void> {
-  try {
-    if (typeof navigator !== 'undefined' && navigator.clipboard?.writeText) {
-      await navigator.clipboard.writeText(text);
-      return;
-    }
-  } catch {
-    // not allowed (no focus, insecure origin): the fallback below
-  }
-  const area = document.createElement('textarea');
-  area.value = text;
-  area.setAttribute('readonly', '');
-  area.style.position = 'fixed';
-  area.style.opacity = '0';
-  document.body.appendChild(area);
-  area.select();
-  try {
-    if (!document.execCommand('copy')) {
-      throw new Error('the browser refused to copy');
-    }
-  } finally {
-    area.remove();
-  }
-}
-
-/** `datetime-local` input value → unix seconds (local time), `null` when empty or invalid. */
-export function inputToSeconds(value: string): number | null {
-  if (!value) {
-    return null;
-  }
-  const ms = new Date(value).getTime();
-  return Number.isFinite(ms) ? ms / 1000 : null;
-}
-
-/** Unix seconds → `datetime-local` input value (local time, to the second). */
-export function secondsToInput(seconds: number | null): string {
-  if (seconds === null) {
-    return '';
-  }
-  const d = new Date(seconds * 1000);
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
 
 /** The name of a level on its toggle. */
 function levelName(trans: TranslationBundle, level: LogLevel): string {
@@ -112,35 +67,7 @@ export class LogsToolbar {
       model.setFilters({ attempt: value ? Number(value) : null });
     });
 
-    const levels = h('div', 'jp-air-logs-levels');
-    levels.setAttribute('role', 'group');
-    levels.setAttribute('aria-label', trans.__('Levels'));
-    for (const level of LOG_LEVELS) {
-      const toggle = button(
-        `jp-air-logs-level-toggle jp-air-logs-level-${level}`,
-        levelName(trans, level),
-        () => model.toggleLevel(level),
-        trans.__('Show %1 lines', levelName(trans, level).toLowerCase())
-      );
-      toggle.dataset.level = level;
-      this._levelToggles.set(level, toggle);
-      levels.append(toggle);
-    }
-
-    const range = h('div', 'jp-air-logs-range');
-    this._since = this._timeInput(
-      range,
-      'since',
-      trans.__('From'),
-      trans.__('Lines written at or after this time')
-    );
-    this._until = this._timeInput(
-      range,
-      'until',
-      trans.__('To'),
-      trans.__('Lines written before this time')
-    );
-
+    this._range = new TimeRange(trans, range => model.setFilters(range));
     this._copyButton = button(
       'jp-air-logs-copy jp-air-logs-button',
       trans.__('Copy'),
@@ -160,8 +87,8 @@ export class LogsToolbar {
       this._search,
       this._node,
       this._attempt,
-      levels,
-      range,
+      this._levels(),
+      this._range.node,
       this._copyButton,
       this._download
     );
@@ -188,17 +115,7 @@ export class LogsToolbar {
     if (document.activeElement !== this._search) {
       setValue(this._search, filters.q);
     }
-    for (const [input, seconds] of [
-      [this._since, filters.since],
-      [this._until, filters.until]
-    ] as [HTMLInputElement, number | null][]) {
-      if (
-        inputToSeconds(input.value) !== seconds &&
-        document.activeElement !== input
-      ) {
-        input.value = secondsToInput(seconds);
-      }
-    }
+    this._range.render(filters);
     if (filters.q !== this._patternQuery) {
       this._pattern = searchPattern(filters.q);
       this._patternQuery = filters.q;
@@ -252,6 +169,26 @@ export class LogsToolbar {
     setHidden(this._attempt, attempts <= 1 && filters.attempt === null);
   }
 
+  /** The three level toggles (pressed: the level is shown). */
+  private _levels(): HTMLDivElement {
+    const trans = this._trans;
+    const levels = h('div', 'jp-air-logs-levels');
+    levels.setAttribute('role', 'group');
+    levels.setAttribute('aria-label', trans.__('Levels'));
+    for (const level of LOG_LEVELS) {
+      const toggle = button(
+        `jp-air-logs-level-toggle jp-air-logs-level-${level}`,
+        levelName(trans, level),
+        () => this._model.toggleLevel(level),
+        trans.__('Show %1 lines', levelName(trans, level).toLowerCase())
+      );
+      toggle.dataset.level = level;
+      this._levelToggles.set(level, toggle);
+      levels.append(toggle);
+    }
+    return levels;
+  }
+
   private _searchInput(): HTMLInputElement {
     const trans = this._trans;
     const search = h('input', 'jp-air-logs-search');
@@ -280,30 +217,6 @@ export class LogsToolbar {
     this._model.setFilters({ q: this._search.value });
   }
 
-  /** A `datetime-local` input with its label, added to `parent`. */
-  private _timeInput(
-    parent: HTMLElement,
-    name: 'since' | 'until',
-    text: string,
-    title: string
-  ): HTMLInputElement {
-    const label = h('label', `jp-air-logs-time-filter jp-air-logs-${name}`);
-    label.append(h('span', 'jp-air-logs-time-label', text));
-    const input = h('input', `jp-air-logs-${name}-input`);
-    input.type = 'datetime-local';
-    input.step = '1';
-    input.title = title;
-    input.addEventListener('change', () => {
-      const seconds = inputToSeconds(input.value);
-      this._model.setFilters(
-        name === 'since' ? { since: seconds } : { until: seconds }
-      );
-    });
-    label.append(input);
-    parent.append(label);
-    return input;
-  }
-
   private async _copyLines(): Promise<void> {
     const trans = this._trans;
     const lines = this._model.lines;
@@ -323,12 +236,13 @@ export class LogsToolbar {
         )
       );
     } catch (error) {
-      this._notify(
-        trans.__(
-          'Cannot copy: %1',
-          error instanceof Error ? error.message : String(error)
-        )
-      );
+      const why =
+        error instanceof CopyRefusedError
+          ? trans.__('the browser refused to copy')
+          : error instanceof Error
+            ? error.message
+            : String(error);
+      this._notify(trans.__('Cannot copy: %1', why));
     }
   }
 
@@ -342,8 +256,7 @@ export class LogsToolbar {
   private readonly _node: HTMLSelectElement;
   private readonly _attempt: HTMLSelectElement;
   private readonly _levelToggles = new Map<LogLevel, HTMLButtonElement>();
-  private readonly _since: HTMLInputElement;
-  private readonly _until: HTMLInputElement;
+  private readonly _range: TimeRange;
   private readonly _copyButton: HTMLButtonElement;
   private readonly _download: HTMLAnchorElement;
   private _pattern: RegExp | null = null;

@@ -18,7 +18,8 @@ import { ILogFilters, logsDownloadUrl } from './api';
 import { ILogsChange, LogsModel } from './model';
 import { LogsStates } from './states';
 import { LogsStatusLine } from './status-line';
-import { CopyText, LogsToolbar, copyToClipboard } from './toolbar';
+import { CopyText, copyToClipboard } from '../common/clipboard';
+import { LogsToolbar } from './toolbar';
 import { LogsList } from './virtual-list';
 
 export class LogsView extends ShownWidget {

@@ -5,8 +5,8 @@
  * While MLflow starts it says "MLflow is starting (N s)…" and asks again every 2 s (only while the
  * tab is shown); once ready it loads the UI. A failed start shows the error and the tracking URI
  * (and is checked again every 10 s, as the server restarts MLflow). Navigating to a fragment
- * (`#/experiments/1/runs/abc`) reuses the iframe. The tab itself (one, reused) is made by
- * ui-opener.ts.
+ * (`#/experiments/1/runs/abc`) reuses the iframe. What a status means is ui-status.ts; the tab
+ * itself (one, reused) is made by ui-opener.ts.
  */
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IFrame } from '@jupyterlab/ui-components';
@@ -17,9 +17,9 @@ import { Poller } from '../common/poller';
 import { ShownWidget } from '../common/shown-widget';
 import { loadTranslation } from '../common/translation';
 import { IMlflowStatusStore } from '../tokens';
-import { startingTitle } from './format';
-import { isForeignUrl, safeFragment, statusUiUrl, uiLink } from './links';
+import { safeFragment, uiLink } from './links';
 import { IMlflowStatus } from './types';
+import { IMlflowMessage, MlflowViewState, planFor } from './ui-status';
 
 /** Milliseconds between status checks while MLflow starts. */
 export const STARTING_POLL_MS = 2000;
@@ -34,24 +34,6 @@ export const MLFLOW_SANDBOX: IFrame.SandboxExceptions[] = [
   'allow-popups',
   'allow-downloads'
 ];
-
-/** What the tab shows. */
-export type MlflowViewState =
-  | 'loading'
-  | 'starting'
-  | 'ready'
-  | 'foreign'
-  | 'no-ui'
-  | 'failed'
-  | 'disabled'
-  | 'error';
-
-/** What the message says besides its title. */
-interface IMessageParts {
-  detail?: string | null;
-  uri?: string | null;
-  link?: string | null;
-}
 
 /** The content of the MLflow tab. */
 export class MlflowView extends ShownWidget {
@@ -208,7 +190,9 @@ export class MlflowView extends ShownWidget {
       }
     } catch (error) {
       if (!this.isDisposed) {
-        this._show('error', this._trans.__('Cannot get the state of MLflow'), {
+        this._show({
+          state: 'error',
+          title: this._trans.__('Cannot get the state of MLflow'),
           detail: describeError(error)
         });
         throw error;
@@ -222,77 +206,15 @@ export class MlflowView extends ShownWidget {
       return;
     }
     this._status = status;
-    const trans = this._trans;
-    const uri = status.tracking_uri;
-    switch (status.state) {
-      case 'starting':
-        this._show('starting', startingTitle(trans, status), {
-          detail: restartsText(trans, status)
-        });
-        return;
-      case 'disabled':
-        this._show('disabled', trans.__('MLflow is disabled on this server'), {
-          detail:
-            status.error ||
-            trans.__(
-              'No MLFLOW_TRACKING_URI is set and the embedded tracking server is turned off.'
-            )
-        });
-        return;
-      case 'ready':
-        break;
-      case 'external':
-        if (status.reachable === false) {
-          this._show('failed', trans.__('MLflow does not answer'), {
-            detail:
-              status.error || trans.__('Its /health endpoint did not answer.'),
-            uri
-          });
-          return;
-        }
-        break;
-      default:
-        // failed, stopped, or a state this frontend does not know
-        this._show(
-          'failed',
-          status.state === 'failed'
-            ? trans.__('MLflow is not available')
-            : trans.__('MLflow is not running'),
-          {
-            detail:
-              status.error || trans.__('The tracking server is not running.'),
-            uri
-          }
-        );
-        return;
+    const plan = planFor(this._trans, status, this._origin, this._path);
+    if (plan.ui !== null) {
+      this._ui = plan.ui;
     }
-    this._showUi(status);
-  }
-
-  /** A ready status: load its UI here, or link to it when it is on another origin. */
-  private _showUi(status: IMlflowStatus): void {
-    const trans = this._trans;
-    const uri = status.tracking_uri;
-    const ui = statusUiUrl(status);
-    if (ui === null) {
-      this._show('no-ui', trans.__('This MLflow has no web UI to show here'), {
-        detail: status.error,
-        uri
-      });
-      return;
+    if ('load' in plan) {
+      this._load(plan.load);
+    } else {
+      this._show(plan.message);
     }
-    this._ui = ui;
-    if (isForeignUrl(ui, this._origin)) {
-      this._show('foreign', trans.__('The MLflow UI is on another server'), {
-        detail: trans.__(
-          'It may refuse to be shown inside JupyterLab: open it in a browser tab.'
-        ),
-        uri,
-        link: uiLink(ui, this._path)
-      });
-      return;
-    }
-    this._load(uiLink(ui, this._path) ?? ui);
   }
 
   private _load(url: string): void {
@@ -304,11 +226,8 @@ export class MlflowView extends ShownWidget {
     this._poller.stop();
   }
 
-  private _show(
-    state: MlflowViewState,
-    title: string,
-    extra: IMessageParts = {}
-  ): void {
+  private _show(message: IMlflowMessage): void {
+    const state = message.state;
     this._state = state;
     setHidden(this._message, false);
     this._message.dataset.state = state;
@@ -316,20 +235,20 @@ export class MlflowView extends ShownWidget {
       'role',
       state === 'failed' || state === 'error' ? 'alert' : 'status'
     );
-    setText(this._title, title);
-    setText(this._detail, extra.detail ?? '');
-    setHidden(this._detail, !extra.detail);
+    setText(this._title, message.title);
+    setText(this._detail, message.detail ?? '');
+    setHidden(this._detail, !message.detail);
     setText(
       this._uri,
-      extra.uri ? this._trans.__('Tracking URI: %1', extra.uri) : ''
+      message.uri ? this._trans.__('Tracking URI: %1', message.uri) : ''
     );
-    setHidden(this._uri, !extra.uri);
-    if (extra.link) {
-      this._link.href = extra.link;
+    setHidden(this._uri, !message.uri);
+    if (message.link) {
+      this._link.href = message.link;
     } else {
       this._link.removeAttribute('href');
     }
-    setHidden(this._link, !extra.link);
+    setHidden(this._link, !message.link);
     this._poller.reschedule();
   }
 
@@ -359,19 +278,4 @@ export namespace MlflowView {
     /** Translates the tab's strings (default: as written). */
     translator?: ITranslator | null;
   }
-}
-
-/** "Restarted 2 times; last error: …", `null` before any restart. */
-function restartsText(
-  trans: TranslationBundle,
-  status: IMlflowStatus
-): string | null {
-  const restarts = status.restarts > 0 ? status.restarts : 0;
-  if (!restarts) {
-    return null;
-  }
-  const text = trans._n('Restarted %1 time', 'Restarted %1 times', restarts);
-  return status.error
-    ? trans.__('%1; last error: %2', text, status.error)
-    : text;
 }

@@ -1,25 +1,17 @@
 /**
  * A job run's page, shown in the Workloads panel in place of the list: status and reason, the
- * buttons Logs, Cancel (after a confirmation) and Open experiment, what it runs and when, each
- * attempt (attempt-item.ts) with its exit reason and its MLflow run and system-metrics links, and
- * the YAML as it was submitted. Plain DOM, text only (commands, names and YAML are user data).
+ * buttons Logs, Cancel (after a confirmation) and Open experiment, what it runs and when and the
+ * YAML as it was submitted (job-facts.ts), each attempt (attempt-item.ts) with its exit reason
+ * and its MLflow run and system-metrics links. Plain DOM, text only (commands, names and YAML are user data).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { CommandIDs, ICommandRunner } from '../commands';
 import { button, h, setAttr, setHidden, setText } from '../common/dom';
 import { statusClass, statusLabel } from '../common/status';
-import { NONE } from '../common/text';
 import { AttemptItem } from './attempt-item';
-import {
-  attemptsText,
-  commandText,
-  computeText,
-  elapsedMs,
-  formatElapsed,
-  formatTimeFull,
-  jobName
-} from './format';
+import { elapsedMs, formatElapsed, jobName } from './format';
+import { JobFacts } from './job-facts';
 import { JobModel } from './job-model';
 import { IJob, isActiveStatus } from './types';
 
@@ -88,6 +80,7 @@ export class JobPage {
       )
     );
 
+    this._facts = new JobFacts(trans);
     this._content = h('div', 'jp-air-wl-page-content');
     this._content.append(
       header,
@@ -97,12 +90,10 @@ export class JobPage {
       this._cancelError,
       this._error,
       this._purged,
-      this._facts,
+      this._facts.facts,
       this._attemptsTitle,
       this._attempts,
-      h('h4', 'jp-air-wl-section', trans.__('Workload YAML')),
-      this._yaml,
-      this._noYaml
+      ...this._facts.yaml
     );
     this.node.append(nav, this._message, this._content);
   }
@@ -158,9 +149,8 @@ export class JobPage {
     setHidden(this._reason, !reason);
     this._renderActions(job);
     setHidden(this._purged, !job.logs_purged);
-    this._renderFacts(job);
+    this._facts.render(job);
     this._renderAttempts(job, now);
-    this._renderYaml(job);
     this.tick();
   }
 
@@ -233,53 +223,6 @@ export class JobPage {
     setHidden(this._error, !stale);
   }
 
-  private _renderFacts(job: IJob): void {
-    const trans = this._trans;
-    const attempts = Array.isArray(job.attempts) ? job.attempts.length : 0;
-    const facts: [string, string][] = [
-      [trans.__('Experiment'), job.experiment_name || NONE],
-      [trans.__('Command'), commandText(job.command) || NONE],
-      [trans.__('Compute'), computeText(trans, job.compute)],
-      [
-        trans.__('Attempts'),
-        typeof job.max_retries === 'number'
-          ? trans.__(
-              '%1 (retries: %2)',
-              attemptsText(trans, attempts),
-              job.max_retries
-            )
-          : attemptsText(trans, attempts)
-      ],
-      [
-        trans.__('Timeout'),
-        typeof job.timeout_minutes === 'number'
-          ? trans.__('%1 min per attempt', job.timeout_minutes)
-          : trans.__('none')
-      ],
-      [trans.__('Working folder'), job.working_dir || NONE],
-      [
-        trans.__('Submitted from'),
-        job.notebook || job.spec_path || job.source || NONE
-      ],
-      [trans.__('User'), job.user || NONE],
-      [trans.__('Submitted'), formatTimeFull(job.submitted_at) || NONE],
-      [trans.__('Started'), formatTimeFull(job.started_at) || NONE],
-      [trans.__('Ended'), formatTimeFull(job.ended_at) || NONE]
-    ];
-    const key = JSON.stringify(facts);
-    if (key === this._factsKey) {
-      return;
-    }
-    this._factsKey = key;
-    this._facts.replaceChildren(
-      ...facts.flatMap(([term, value]) => {
-        const dd = h('dd', undefined, value);
-        dd.title = value;
-        return [h('dt', undefined, term), dd];
-      })
-    );
-  }
-
   private _renderAttempts(job: IJob, now: number): void {
     const trans = this._trans;
     const attempts = Array.isArray(job.attempts) ? job.attempts : [];
@@ -309,25 +252,6 @@ export class JobPage {
         : trans.__('Attempts: none yet')
     );
     setHidden(this._attempts, attempts.length === 0);
-  }
-
-  /** The YAML as submitted, or why there is none. */
-  private _renderYaml(job: IJob): void {
-    const trans = this._trans;
-    const yaml = typeof job.spec_yaml === 'string' ? job.spec_yaml : '';
-    setText(this._yaml, yaml);
-    setHidden(this._yaml, !yaml);
-    const noYaml = yaml
-      ? ''
-      : !job.spec_path && job.source === 'magic'
-        ? trans.__(
-            'Submitted from a notebook cell (%1); it runs: %2',
-            '%%air_run',
-            commandText(job.command)
-          )
-        : trans.__('No YAML was kept for this job run.');
-    setText(this._noYaml, noYaml);
-    setHidden(this._noYaml, !noYaml);
   }
 
   private _openLogs(attempt: number | null): void {
@@ -390,13 +314,10 @@ export class JobPage {
   private readonly _cancelError: HTMLDivElement;
   private readonly _error: HTMLDivElement;
   private readonly _purged: HTMLDivElement;
-  private readonly _facts = h('dl', 'jp-air-wl-facts');
+  private readonly _facts: JobFacts;
   private readonly _attemptsTitle = h('h4', 'jp-air-wl-section');
   private readonly _attempts = h('ul', 'jp-air-wl-attempts');
-  private readonly _yaml = h('pre', 'jp-air-wl-yaml');
-  private readonly _noYaml = h('div', 'jp-air-wl-no-yaml');
   private readonly _attemptItems: AttemptItem[] = [];
-  private _factsKey = '';
 }
 
 export namespace JobPage {
