@@ -9,6 +9,7 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { describeError } from '../api';
 import { Poller } from './poller';
 
 export abstract class PolledModel implements IDisposable {
@@ -33,6 +34,11 @@ export abstract class PolledModel implements IDisposable {
 
   get isDisposed(): boolean {
     return this._isDisposed;
+  }
+
+  /** The message of the last failed call, `null` once a call succeeds. */
+  get error(): string | null {
+    return this._error;
   }
 
   /** Milliseconds until the next poll while shown; `null`: no more polls. */
@@ -70,6 +76,34 @@ export abstract class PolledModel implements IDisposable {
    */
   protected abstract poll(): Promise<void>;
 
+  /**
+   * One call for the current query: its answer, or `null` when the model went away or the query
+   * changed meanwhile (the answer is dropped). A failure for the current query is recorded
+   * (`error`), emitted and rethrown: the next poll backs off.
+   */
+  protected async answer<T>(call: () => Promise<T>): Promise<T | null> {
+    const key = this.queryKey();
+    const current = () => !this._isDisposed && key === this.queryKey();
+    try {
+      const answer = await call();
+      if (!current()) {
+        return null;
+      }
+      this._error = null;
+      return answer;
+    } catch (error) {
+      if (!current()) {
+        return null;
+      }
+      this._error = describeError(error);
+      this._changed.emit();
+      throw error;
+    }
+  }
+
+  /** What the current query is, to tell an answer to an older one apart. */
+  protected abstract queryKey(): string;
+
   /** Ask now when shown; when hidden, `start()` asks (nothing is sent while hidden). */
   protected refreshIfShown(): void {
     if (this.poller.isStarted) {
@@ -79,5 +113,6 @@ export abstract class PolledModel implements IDisposable {
 
   protected readonly poller: Poller;
   protected readonly _changed = new Signal<this, void>(this);
+  protected _error: string | null = null;
   private _isDisposed = false;
 }

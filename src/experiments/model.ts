@@ -93,11 +93,6 @@ export class ExperimentsModel extends PolledModel {
     return this._payload?.mlflow ?? null;
   }
 
-  /** The message of the last failed call, `null` once a call succeeds. */
-  get error(): string | null {
-    return this._error;
-  }
-
   /** The experiments to pick from (`air/api/experiments`), by name. */
   get experiments(): readonly IExperiment[] {
     return this._experiments;
@@ -356,40 +351,33 @@ export class ExperimentsModel extends PolledModel {
     }
   }
 
+  protected queryKey(): string {
+    return JSON.stringify(this.query);
+  }
+
   /** One runs call for the current query (dropped if the query changed meanwhile). */
   protected async poll(): Promise<void> {
     const query = this.query;
     if (this.isDisposed || query === null) {
       return;
     }
-    const key = JSON.stringify(query);
-    try {
-      const payload = await this._fetchRuns(query);
-      if (this.isDisposed || key !== JSON.stringify(this.query)) {
+    const payload = await this.answer(() => this._fetchRuns(query));
+    if (payload === null) {
+      return;
+    }
+    this._payload = payload;
+    this._store?.update(payload?.mlflow);
+    if (query.notebook !== undefined) {
+      const notebookExperiment = payload?.experiment?.experiment_id ?? null;
+      this._notebookExperimentId = notebookExperiment;
+      const pending = this._pendingExperiment;
+      this._pendingExperiment = null;
+      if (pending !== null && pending !== notebookExperiment) {
+        // the run shown is in another experiment than the notebook's: show that one
+        this._selected = pending;
+        this._targetChanged();
         return;
       }
-      this._payload = payload;
-      this._error = null;
-      this._store?.update(payload?.mlflow);
-      if (query.notebook !== undefined) {
-        const notebookExperiment = payload?.experiment?.experiment_id ?? null;
-        this._notebookExperimentId = notebookExperiment;
-        const pending = this._pendingExperiment;
-        this._pendingExperiment = null;
-        if (pending !== null && pending !== notebookExperiment) {
-          // the run shown is in another experiment than the notebook's: show that one
-          this._selected = pending;
-          this._targetChanged();
-          return;
-        }
-      }
-    } catch (error) {
-      if (this.isDisposed || key !== JSON.stringify(this.query)) {
-        return;
-      }
-      this._error = describeError(error);
-      this._changed.emit();
-      throw error;
     }
     this._changed.emit();
   }
@@ -406,7 +394,6 @@ export class ExperimentsModel extends PolledModel {
   private _highlight: string | null = null;
   private _scrollRequested = false;
   private _payload: IRunsPayload | null = null;
-  private _error: string | null = null;
   private _experiments: IExperiment[] = [];
   private _experimentsError: string | null = null;
 }

@@ -33,11 +33,6 @@ export class JobModel extends PolledModel {
     return this._job;
   }
 
-  /** The message of the last failed call, `null` once a call succeeds. */
-  get error(): string | null {
-    return this._error;
-  }
-
   get state(): JobPageState {
     if (this._id === null) {
       return 'none';
@@ -135,39 +130,37 @@ export class JobModel extends PolledModel {
     this.refreshIfShown();
   }
 
+  protected queryKey(): string {
+    return this._id ?? '';
+  }
+
   protected async poll(): Promise<void> {
     const id = this._id;
     if (this.isDisposed || id === null) {
       return;
     }
+    let job: IJob | null;
     try {
-      const job = await this._fetchJob(id);
-      if (this.isDisposed || id !== this._id) {
-        return;
-      }
-      this._job = job;
-      this._error = null;
-      this._notFound = false;
+      job = await this.answer(() => this._fetchJob(id));
     } catch (error) {
-      if (this.isDisposed || id !== this._id) {
-        return;
-      }
-      this._error = describeError(error);
       this._notFound = error instanceof APIError && error.status === 404;
-      this._changed.emit();
-      if (!this._notFound) {
-        throw error; // the next poll backs off (a job run that is gone is not asked again)
+      if (this._notFound) {
+        this._changed.emit();
+        return; // a job run that is gone is not asked again
       }
-      return;
+      throw error;
     }
-    this._changed.emit();
+    if (job !== null) {
+      this._job = job;
+      this._notFound = false;
+      this._changed.emit();
+    }
   }
 
   private readonly _fetchJob: JobFetcher;
   private readonly _cancelJob: JobFetcher;
   private _id: string | null = null;
   private _job: IJob | null = null;
-  private _error: string | null = null;
   private _notFound = false;
   private _cancelling = false;
   private _cancelError: string | null = null;
