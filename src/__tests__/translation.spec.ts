@@ -44,65 +44,23 @@ import {
 } from './mlflow-fixtures';
 import { FakeLogsServer, attempt, job, runningJob } from './workloads-fixtures';
 
-/* eslint-disable jupyter/no-dynamic-translation -- a bundle that forwards every message */
-/** A bundle that marks every string it translates. */
-class MarkingBundle implements TranslationBundle {
-  __(msgid: string, ...args: any[]): string {
-    return `⟦${this._trans.__(msgid, ...args)}⟧`;
-  }
-  _n(msgid: string, msgid_plural: string, n: number, ...args: any[]): string {
-    return `⟦${this._trans._n(msgid, msgid_plural, n, ...args)}⟧`;
-  }
-  _p(msgctxt: string, msgid: string, ...args: any[]): string {
-    return `⟦${this._trans._p(msgctxt, msgid, ...args)}⟧`;
-  }
-  _np(
-    msgctxt: string,
-    msgid: string,
-    msgid_plural: string,
-    n: number,
-    ...args: any[]
-  ): string {
-    return `⟦${this._trans._np(msgctxt, msgid, msgid_plural, n, ...args)}⟧`;
-  }
-  gettext(msgid: string, ...args: any[]): string {
-    return this.__(msgid, ...args);
-  }
-  ngettext(msgid: string, msgid_plural: string, n: number, ...args: any[]) {
-    return this._n(msgid, msgid_plural, n, ...args);
-  }
-  pgettext(msgctxt: string, msgid: string, ...args: any[]): string {
-    return this._p(msgctxt, msgid, ...args);
-  }
-  npgettext(
-    msgctxt: string,
-    msgid: string,
-    msgid_plural: string,
-    n: number,
-    ...args: any[]
-  ): string {
-    return this._np(msgctxt, msgid, msgid_plural, n, ...args);
-  }
-  dcnpgettext(
-    domain: string,
-    msgctxt: string,
-    msgid: string,
-    msgid_plural: string,
-    n: number,
-    ...args: any[]
-  ): string {
-    return this._np(msgctxt, msgid, msgid_plural, n, ...args);
-  }
-  private readonly _trans = nullTranslator.load(TRANSLATION_DOMAIN);
+/** A bundle that marks every string it translates: each of its methods, marking the result. */
+function markingBundle(): TranslationBundle {
+  const trans = nullTranslator.load(TRANSLATION_DOMAIN) as any;
+  const methods = Object.getOwnPropertyNames(Object.getPrototypeOf(trans));
+  return Object.fromEntries(
+    methods
+      .filter(name => name !== 'constructor')
+      .map(name => [name, (...args: any[]) => `⟦${trans[name](...args)}⟧`])
+  ) as unknown as TranslationBundle;
 }
-/* eslint-enable jupyter/no-dynamic-translation */
 
 const domains: string[] = [];
 const translator: ITranslator = {
   languageCode: 'xx',
   load: (domain: string) => {
     domains.push(domain);
-    return new MarkingBundle();
+    return markingBundle();
   }
 };
 
