@@ -3,7 +3,8 @@
  *
  * URLs are built from the server settings' base URL and requests go through
  * `ServerConnection.makeRequest`, so the token/XSRF headers and JupyterHub's `/user/<name>/`
- * prefix work without any special casing. Errors carry the HTTP status and the server's message.
+ * prefix work without any special casing. Errors carry the HTTP status and the server's message,
+ * and `describeError` is how every view words a failed call.
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
@@ -88,4 +89,14 @@ function errorMessage(response: Response, text: string): string {
   }
   const status = `${response.status} ${response.statusText}`.trim();
   return `Request failed (${status})`;
+}
+
+/** The text of a failed call: the server's message, with the HTTP status when there was one. */
+export function describeError(error: unknown): string {
+  if (error instanceof APIError) {
+    return error.status
+      ? `${error.message} (HTTP ${error.status})`
+      : error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,9 +1,9 @@
+/**
+ * The command ids of jupyter-air and how their arguments are read, in one module so views can
+ * run commands without importing the plugins (src/plugins/).
+ */
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-/**
- * The command ids of jupyter-air, in one module so views can run commands without importing the
- * plugins (src/index.ts).
- */
 export namespace CommandIDs {
   export const openGpuResources = 'jupyter-air:open-gpu-resources';
   /** Open (or reuse and navigate) the MLflow tab; args `{path?: '#/experiments/1/runs/abc'}`. */
@@ -19,4 +19,23 @@ export namespace CommandIDs {
 /** Runs app commands (the app's `CommandRegistry`, or a fake in tests). */
 export interface ICommandRunner {
   execute(id: string, args?: ReadonlyPartialJSONObject): Promise<any>;
+}
+
+/** A string argument of a command, `undefined` when absent, empty or not a string. */
+export function stringArg(
+  args: ReadonlyPartialJSONObject,
+  name: string
+): string | undefined {
+  const value = args[name];
+  return typeof value === 'string' && value ? value : undefined;
+}
+
+/** A non-negative integer argument (or its digits), `undefined` when absent or not one. */
+export function intArg(
+  args: ReadonlyPartialJSONObject,
+  name: string
+): number | undefined {
+  const value = args[name];
+  const n = typeof value === 'string' && value ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined;
 }

@@ -1,7 +1,7 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import { APIError, apiURL, requestAPI } from '../api';
-import { fetchGpu } from '../gpu/model';
+import { fetchGpu } from '../gpu/api';
 import { stubFetch } from './helpers';
 
 /** The error a call fails with (fails the test if it succeeds). */

@@ -3,9 +3,9 @@ import {
   ExperimentsModel,
   IDLE_POLL_MS,
   RUNNING_POLL_MS,
-  STARTING_POLL_MS,
-  nestRuns
+  STARTING_POLL_MS
 } from '../experiments/model';
+import { nestRuns } from '../experiments/tree';
 import { runsQueryString } from '../mlflow/api';
 import { MlflowStatusStore } from '../mlflow/status';
 import { advance } from './helpers';

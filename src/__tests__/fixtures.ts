@@ -2,7 +2,7 @@
  * Fixed GPU API data and fakes (server, chart renderer) shared by the specs.
  */
 import { IChartLayout, IChartRenderer, IChartTrace } from '../gpu/chart';
-import { IGpuFetchOptions } from '../gpu/model';
+import { IGpuFetchOptions } from '../gpu/api';
 import { IGpuPayload, IGpuProcess, IGpuReading, ISample } from '../gpu/types';
 
 /** A base time (unix seconds) for the fixtures. */

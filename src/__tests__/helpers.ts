@@ -4,6 +4,11 @@
  * that must only ever show as text.
  */
 
+import { loadTranslation } from '../common/translation';
+
+/** The strings as written (what a view shows without a translator). */
+export const trans = loadTranslation();
+
 /** User data that would run script if a view parsed it as HTML. */
 export const HOSTILE = '<img src=x onerror=alert(1)>';
 

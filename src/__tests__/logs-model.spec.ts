@@ -1,6 +1,6 @@
 import { APIError } from '../api';
-import { logsQueryString } from '../logs/api';
-import { LogsModel, defaultFilters } from '../logs/model';
+import { defaultFilters, logsQueryString } from '../logs/api';
+import { LogsModel } from '../logs/model';
 import { advance } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
 
@@ -200,8 +200,11 @@ describe('LogsModel', () => {
     await advance(0);
     expect(model.lines).toHaveLength(100);
     server.write(Array.from({ length: 250 }, (_, i) => `new ${i}`));
+    // three pages: the long-poll held answers, then each next one goes out on the poll's
+    // immediate tick (a zero-delay timer, which fake timers run a millisecond later)
     await advance(0);
-    await advance(0);
+    await advance(1);
+    await advance(1);
     expect(model.lines).toHaveLength(300);
     expect(model.lines[299].text).toBe('new 249');
     expect(model.lines[0].text).toBe('line 200');

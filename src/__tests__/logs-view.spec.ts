@@ -4,7 +4,8 @@ import { parseAnsi, stripAnsi } from '../logs/ansi';
 import { logsDownloadUrl } from '../logs/api';
 import { matchRanges, searchPattern } from '../logs/line';
 import { LogsModel } from '../logs/model';
-import { LogsView, inputToSeconds, secondsToInput } from '../logs/view';
+import { inputToSeconds, secondsToInput } from '../logs/time-range';
+import { LogsView } from '../logs/view';
 import { ROW_HEIGHT, visibleRange } from '../logs/virtual';
 import { HOSTILE, advance } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
@@ -230,8 +231,13 @@ describe('LogsView', () => {
     );
     expect(view.node.querySelector('img')).toBeNull();
     expect(view.node.querySelector('b')).toBeNull();
-    const colored = ansi.querySelector('.jp-air-ansi-fg1')!;
+    // the terminal's red, from the theme's palette (logs.css)
+    const colored = ansi.querySelector<HTMLElement>('.jp-air-logs-text span')!;
     expect(colored.textContent).toBe('red');
+    expect(colored.classList).toContain('jp-air-ansi-fg');
+    expect(colored.style.getPropertyValue('--jp-air-ansi-fg')).toBe(
+      'var(--jp-air-ansi-1)'
+    );
     expect(ansi.querySelector('.jp-air-logs-text')!.textContent).toBe(
       'red <b>bold?</b>'
     );

@@ -1,24 +1,25 @@
+import { statusClass, statusLabel } from '../common/status';
 import {
   formatMetric,
   formatRunDuration,
   formatStartTime,
-  runDurationMs,
-  statusClass,
-  statusLabel
+  runDurationMs
 } from '../mlflow/format';
 import { fetchExperiments, fetchMlflowStatus, fetchRuns } from '../mlflow/api';
 import { isForeignUrl, safeFragment, safeUiUrl, uiLink } from '../mlflow/links';
 import { asRunDisplay } from '../mlflow/types';
-import { stubFetch } from './helpers';
+import { stubFetch, trans } from './helpers';
 
 describe('run formatting', () => {
   it('formats durations compactly', () => {
-    expect(formatRunDuration(0)).toBe('0 s');
-    expect(formatRunDuration(45_900)).toBe('45 s');
-    expect(formatRunDuration(192_000)).toBe('3 min 12 s');
-    expect(formatRunDuration(7_500_000)).toBe('2 h 05 min');
-    expect(formatRunDuration(3 * 86_400_000 + 4 * 3_600_000)).toBe('3 d 4 h');
-    expect(formatRunDuration(null)).toBe('—');
+    expect(formatRunDuration(trans, 0)).toBe('0 s');
+    expect(formatRunDuration(trans, 45_900)).toBe('45 s');
+    expect(formatRunDuration(trans, 192_000)).toBe('3 min 12 s');
+    expect(formatRunDuration(trans, 7_500_000)).toBe('2 h 05 min');
+    expect(formatRunDuration(trans, 3 * 86_400_000 + 4 * 3_600_000)).toBe(
+      '3 d 4 h'
+    );
+    expect(formatRunDuration(trans, null)).toBe('—');
   });
 
   it('computes durations: ended, running, unknown', () => {
@@ -53,7 +54,7 @@ describe('run formatting', () => {
   });
 
   it('labels statuses', () => {
-    expect(statusLabel('RUNNING')).toBe('Running');
+    expect(statusLabel(trans, 'RUNNING')).toBe('Running');
     expect(statusClass('KILLED')).toBe('jp-air-status-killed');
     expect(statusClass('<b>')).toBe('jp-air-status-other');
   });

@@ -3,7 +3,8 @@ import { Widget } from '@lumino/widgets';
 
 import { APIError } from '../api';
 import { MlflowStatusStore } from '../mlflow/status';
-import { MlflowOpener, MlflowView } from '../mlflow/ui-tab';
+import { MlflowOpener } from '../mlflow/ui-opener';
+import { MlflowView } from '../mlflow/ui-view';
 import { IMlflowStatus } from '../mlflow/types';
 import { advance } from './helpers';
 import { status } from './mlflow-fixtures';

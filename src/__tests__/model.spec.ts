@@ -1,5 +1,6 @@
 import { APIError } from '../api';
-import { GpuModel, mergeSamples, trimSamples } from '../gpu/model';
+import { mergeSamples, trimSamples } from '../gpu/history';
+import { GpuModel } from '../gpu/model';
 import { FakeServer, T0, payload, reading, sample } from './fixtures';
 import { advance } from './helpers';
 
@@ -226,54 +227,30 @@ describe('GpuModel', () => {
     expect(model.secondsSinceUpdate()).toBeCloseTo(7);
   });
 
-  it('runs on an injected clock and timers', async () => {
-    let now = 1_000_000;
-    let nextId = 0;
-    const pending = new Map<number, { fn: () => void; at: number }>();
-    const timers = {
-      setTimeout: (fn: () => void, ms: number) => {
-        pending.set(++nextId, { fn, at: now + ms });
-        return nextId;
-      },
-      clearTimeout: (handle: unknown) => {
-        pending.delete(handle as number);
-      }
-    };
+  it('pauses at the idle deadline, not an interval late, and leaves no timer behind', async () => {
     const calls: number[] = [];
-    const m = new GpuModel({
+    model.dispose();
+    model = new GpuModel({
       fetch: async () => {
-        calls.push(now);
-        return payload({ idle_timeout_s: 30, interval_s: 10 });
-      },
-      now: () => now,
-      timers
+        calls.push(Date.now() - T0 * 1000);
+        return payload({ idle_timeout_s: 25, interval_s: 10 });
+      }
     });
-    const runDue = async () => {
-      for (const [id, timer] of Array.from(pending)) {
-        if (timer.at <= now) {
-          pending.delete(id);
-          timer.fn();
-        }
-      }
-      for (let i = 0; i < 20; i++) {
-        await Promise.resolve();
-      }
-    };
-    m.start();
-    await runDue();
-    expect(calls).toEqual([1_000_000]);
-    expect(Array.from(pending.values()).map(t => t.at)).toEqual([1_010_000]);
-    now += 10_000;
-    await runDue();
-    now += 10_000;
-    await runDue();
-    expect(calls).toEqual([1_000_000, 1_010_000, 1_020_000]);
-    // next: the idle deadline (30 s after start), not another poll
-    now += 10_000;
-    await runDue();
-    expect(m.status).toBe('paused');
+    model.start();
+    await advance(0);
+    expect(calls).toEqual([0]);
+    expect(jest.getTimerCount()).toBe(1); // the next poll, and nothing else
+    await advance(9_999);
+    expect(calls).toEqual([0]);
+    await advance(1);
+    await advance(10_000);
+    expect(calls).toEqual([0, 10_000, 20_000]);
+    // next: the idle deadline (25 s after start), before the next poll (30 s)
+    await advance(4_999);
+    expect(model.status).toBe('live');
+    await advance(1);
+    expect(model.status).toBe('paused');
     expect(calls).toHaveLength(3);
-    expect(pending.size).toBe(0);
-    m.dispose();
+    expect(jest.getTimerCount()).toBe(0);
   });
 });

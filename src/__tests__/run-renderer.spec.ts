@@ -69,9 +69,9 @@ describe('RunRenderer', () => {
     );
     expect(text('.jp-air-run-experiment-name')).toBe('/Users/ada/llm.ipynb');
     expect(text('.jp-air-run-duration')).toBe('1 min 5 s');
-    jest.advanceTimersByTime(3000);
+    await advance(3000);
     expect(text('.jp-air-run-duration')).toBe('1 min 8 s');
-    jest.advanceTimersByTime(60_000);
+    await advance(60_000);
     expect(text('.jp-air-run-duration')).toBe('2 min 8 s');
     expect(q('.jp-air-run-nested').hidden).toBe(true);
     expect(q('.jp-air-run-resumed').hidden).toBe(true);
@@ -238,6 +238,7 @@ describe('RunRenderer', () => {
     Widget.detach(renderer);
     expect(jest.getTimerCount()).toBe(0);
     Widget.attach(renderer, document.body);
+    await advance(0); // the polls arm their timers (a microtask after they start)
     expect(jest.getTimerCount()).toBe(2);
     renderer.dispose();
     expect(jest.getTimerCount()).toBe(0);

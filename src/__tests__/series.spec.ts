@@ -6,6 +6,7 @@ import {
   decimate,
   gpuIndices
 } from '../gpu/series';
+import { trans } from './helpers';
 import { T0, reading, sample } from './fixtures';
 
 describe('series', () => {
@@ -18,7 +19,7 @@ describe('series', () => {
       ])
     ];
     const series = buildSeries(samples, 'util', 10);
-    expect(series.map(s => s.name)).toEqual(['GPU 0', 'GPU 1']);
+    expect(series.map(s => s.gpuIndex)).toEqual([0, 1]);
     expect(series[0].x).toEqual([
       new Date(T0 * 1000),
       new Date((T0 + 10) * 1000)
@@ -35,7 +36,7 @@ describe('series', () => {
     const all = buildAllSeries(samples, 10);
     expect(all.mem[0].y).toEqual([2]);
     expect(all.temp[0].y).toEqual([55]);
-    expect(METRICS.mem.title).toContain('GiB');
+    expect(METRICS.mem.title(trans)).toContain('GiB');
   });
 
   it('inserts a null point where samples are more than 2 × interval apart', () => {

@@ -99,6 +99,8 @@ describe('Experiment panel: workload link', () => {
     expect(runJobId(run('r', { tags: undefined as any }))).toBeNull();
   });
 
+  let panel: ExperimentsPanel;
+
   it('opens the job run without opening the run', async () => {
     jest.useFakeTimers({ now: T0_MS });
     const calls: [string, any][] = [];
@@ -116,7 +118,7 @@ describe('Experiment panel: workload link', () => {
       fetchRuns: server.fetchRuns,
       fetchExperiments: server.fetchExperiments
     });
-    const panel = new ExperimentsPanel({
+    panel = new ExperimentsPanel({
       model,
       commands: {
         execute: async (id: string, args?: any) => {

@@ -1,11 +1,7 @@
 import { APIError } from '../api';
 import { workloadsQueryString } from '../workloads/api';
-import {
-  attemptReason,
-  attemptsText,
-  computeText,
-  jobStatusClass
-} from '../workloads/format';
+import { statusClass } from '../common/status';
+import { attemptReason, attemptsText, computeText } from '../workloads/format';
 import { JobModel } from '../workloads/job-model';
 import {
   ACTIVE_POLL_MS,
@@ -13,7 +9,7 @@ import {
   WorkloadsModel
 } from '../workloads/model';
 import { workloadFromSearch } from '../workloads/url';
-import { advance } from './helpers';
+import { advance, trans } from './helpers';
 import {
   FakeWorkloadsServer,
   T0_S,
@@ -38,28 +34,30 @@ describe('workloads API and text', () => {
   });
 
   it('describes compute, statuses and attempt endings', () => {
-    expect(computeText({ accelerator_type: 'CPU', num_nodes: 2 })).toBe(
+    expect(computeText(trans, { accelerator_type: 'CPU', num_nodes: 2 })).toBe(
       '2 nodes x CPU'
     );
-    expect(computeText({ num_accelerators: 2, accelerator_type: 'H100' })).toBe(
-      '2 x H100'
-    );
-    expect(computeText(undefined)).toBe('1 x GPU');
-    expect(jobStatusClass('SUCCEEDED')).toBe('jp-air-status-finished');
-    expect(jobStatusClass('CANCELLED')).toBe('jp-air-status-killed');
-    expect(jobStatusClass('weird')).toBe('jp-air-status-other');
     expect(
-      attemptReason(attempt(1, { reason: 'node 1 exited with code 3' }))
+      computeText(trans, { num_accelerators: 2, accelerator_type: 'H100' })
+    ).toBe('2 x H100');
+    expect(computeText(trans, undefined)).toBe('1 x GPU');
+    expect(statusClass('SUCCEEDED')).toBe('jp-air-status-finished');
+    expect(statusClass('CANCELLED')).toBe('jp-air-status-killed');
+    expect(statusClass('weird')).toBe('jp-air-status-other');
+    expect(
+      attemptReason(trans, attempt(1, { reason: 'node 1 exited with code 3' }))
     ).toBe('node 1 exited with code 3');
     expect(
-      attemptReason(attempt(1, { exit_code: null, signal: 'SIGKILL' }))
+      attemptReason(trans, attempt(1, { exit_code: null, signal: 'SIGKILL' }))
     ).toBe('killed by SIGKILL');
-    expect(attemptReason(attempt(1, { timed_out: true }))).toBe('timed out');
-    expect(attemptsText(2)).toBe('2 attempts');
-    expect(attemptsText(1, true)).toBe('1 attempt');
+    expect(attemptReason(trans, attempt(1, { timed_out: true }))).toBe(
+      'timed out'
+    );
+    expect(attemptsText(trans, 2)).toBe('2 attempts');
+    expect(attemptsText(trans, 1, true)).toBe('1 attempt');
     // a job that runs but whose first attempt is not recorded yet
-    expect(attemptsText(0, true)).toBe('first attempt starting');
-    expect(attemptsText(0)).toBe('0 attempts');
+    expect(attemptsText(trans, 0, true)).toBe('first attempt starting');
+    expect(attemptsText(trans, 0)).toBe('0 attempts');
   });
 
   it('reads the job run of the page URL', () => {

@@ -7,25 +7,23 @@
  * - The status filter is sent to the server (so the run limit applies to matching runs) and also
  *   applied here (instant feedback, and no surprise if a server ignores it).
  * - While started (the panel is shown) it polls: every 2 s while MLflow starts, every 5 s while a
- *   run is RUNNING, else every 30 s. Stopped (hidden), it sends nothing.
+ *   run is RUNNING, else every 30 s (backing off while the server fails). Stopped (hidden), it
+ *   sends nothing.
  * - An answer to an older query (the user switched notebooks meanwhile) is dropped.
  */
+import { describeError } from '../api';
 import { PolledModel } from '../common/polled-model';
-import { ITimers } from '../common/timers';
-import {
-  IRunsQuery,
-  describeError,
-  fetchExperiments,
-  fetchRuns
-} from '../mlflow/api';
-import { MlflowStatusStore } from '../mlflow/status';
+import { IRunsQuery, fetchExperiments, fetchRuns } from '../mlflow/api';
 import {
   IExperiment,
   IExperimentsPayload,
   IMlflowStatus,
   IRun,
-  IRunsPayload
+  IRunsPayload,
+  RUN_STATUSES
 } from '../mlflow/types';
+import { IMlflowStatusStore } from '../tokens';
+import { IRunNode, nestRuns } from './tree';
 
 /** Poll cadence (ms). */
 export const STARTING_POLL_MS = 2000;
@@ -36,15 +34,9 @@ export const IDLE_POLL_MS = 30000;
 export const RUNS_LIMIT = 100;
 
 /** The status filter: all runs, or one status. */
-export type StatusFilter = 'ALL' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'KILLED';
+export type StatusFilter = 'ALL' | (typeof RUN_STATUSES)[number];
 
-export const STATUS_FILTERS: readonly StatusFilter[] = [
-  'ALL',
-  'RUNNING',
-  'FINISHED',
-  'FAILED',
-  'KILLED'
-];
+export const STATUS_FILTERS: readonly StatusFilter[] = ['ALL', ...RUN_STATUSES];
 
 /** What the panel shows. */
 export type ExperimentsState =
@@ -57,51 +49,6 @@ export type ExperimentsState =
   | 'empty'
   | 'runs';
 
-/** A run with its child runs (nested by `parent_run_id`). */
-export interface IRunNode {
-  run: IRun;
-  children: IRunNode[];
-}
-
-/**
- * Nest runs under their parents (by `parent_run_id`), keeping the given order at every level.
- * A run whose parent is not in the list (filtered out, beyond the limit) is a top-level run;
- * runs in a parent cycle (which MLflow does not make, but data may) are top-level runs.
- */
-export function nestRuns(runs: readonly IRun[]): IRunNode[] {
-  const nodes = new Map<string, IRunNode>();
-  for (const run of runs) {
-    if (run && typeof run.run_id === 'string' && !nodes.has(run.run_id)) {
-      nodes.set(run.run_id, { run, children: [] });
-    }
-  }
-  const parentOf = (node: IRunNode): IRunNode | null => {
-    const id = node.run.parent_run_id;
-    return id ? (nodes.get(id) ?? null) : null;
-  };
-  /** Whether following parents up from `start` reaches `target`. */
-  const reaches = (start: IRunNode, target: IRunNode): boolean => {
-    const seen = new Set<IRunNode>();
-    for (let p: IRunNode | null = start; p && !seen.has(p); p = parentOf(p)) {
-      if (p === target) {
-        return true;
-      }
-      seen.add(p);
-    }
-    return false;
-  };
-  const roots: IRunNode[] = [];
-  for (const node of nodes.values()) {
-    const parent = parentOf(node);
-    if (parent && !reaches(parent, node)) {
-      parent.children.push(node);
-    } else {
-      roots.push(node);
-    }
-  }
-  return roots;
-}
-
 /** Fetchers (injectable for tests). */
 export type RunsFetcher = (query: IRunsQuery) => Promise<IRunsPayload>;
 export type ExperimentsFetcher = () => Promise<IExperimentsPayload>;
@@ -109,7 +56,7 @@ export type ExperimentsFetcher = () => Promise<IExperimentsPayload>;
 /** The state behind one Experiment panel. */
 export class ExperimentsModel extends PolledModel {
   constructor(options: ExperimentsModel.IOptions = {}) {
-    super(options.timers);
+    super('jupyter-air:experiments');
     this._fetchRuns = options.fetchRuns ?? fetchRuns;
     this._fetchExperiments = options.fetchExperiments ?? fetchExperiments;
     this._store = options.store ?? null;
@@ -144,11 +91,6 @@ export class ExperimentsModel extends PolledModel {
   /** The MLflow status of the last answer. */
   get mlflow(): IMlflowStatus | null {
     return this._payload?.mlflow ?? null;
-  }
-
-  /** The message of the last failed call, `null` once a call succeeds. */
-  get error(): string | null {
-    return this._error;
   }
 
   /** The experiments to pick from (`air/api/experiments`), by name. */
@@ -409,45 +351,40 @@ export class ExperimentsModel extends PolledModel {
     }
   }
 
+  protected queryKey(): string {
+    return JSON.stringify(this.query);
+  }
+
   /** One runs call for the current query (dropped if the query changed meanwhile). */
   protected async poll(): Promise<void> {
     const query = this.query;
     if (this.isDisposed || query === null) {
       return;
     }
-    const key = JSON.stringify(query);
-    try {
-      const payload = await this._fetchRuns(query);
-      if (this.isDisposed || key !== JSON.stringify(this.query)) {
+    const payload = await this.answer(() => this._fetchRuns(query));
+    if (payload === null) {
+      return;
+    }
+    this._payload = payload;
+    this._store?.update(payload?.mlflow);
+    if (query.notebook !== undefined) {
+      const notebookExperiment = payload?.experiment?.experiment_id ?? null;
+      this._notebookExperimentId = notebookExperiment;
+      const pending = this._pendingExperiment;
+      this._pendingExperiment = null;
+      if (pending !== null && pending !== notebookExperiment) {
+        // the run shown is in another experiment than the notebook's: show that one
+        this._selected = pending;
+        this._targetChanged();
         return;
       }
-      this._payload = payload;
-      this._error = null;
-      this._store?.update(payload?.mlflow);
-      if (query.notebook !== undefined) {
-        const notebookExperiment = payload?.experiment?.experiment_id ?? null;
-        this._notebookExperimentId = notebookExperiment;
-        const pending = this._pendingExperiment;
-        this._pendingExperiment = null;
-        if (pending !== null && pending !== notebookExperiment) {
-          // the run shown is in another experiment than the notebook's: show that one
-          this._selected = pending;
-          this._targetChanged();
-          return;
-        }
-      }
-    } catch (error) {
-      if (this.isDisposed || key !== JSON.stringify(this.query)) {
-        return;
-      }
-      this._error = describeError(error);
     }
     this._changed.emit();
   }
 
   private readonly _fetchRuns: RunsFetcher;
   private readonly _fetchExperiments: ExperimentsFetcher;
-  private readonly _store: MlflowStatusStore | null;
+  private readonly _store: IMlflowStatusStore | null;
   private readonly _limit: number;
   private _notebookPath: string | null = null;
   private _notebookExperimentId: string | null = null;
@@ -457,7 +394,6 @@ export class ExperimentsModel extends PolledModel {
   private _highlight: string | null = null;
   private _scrollRequested = false;
   private _payload: IRunsPayload | null = null;
-  private _error: string | null = null;
   private _experiments: IExperiment[] = [];
   private _experimentsError: string | null = null;
 }
@@ -469,9 +405,7 @@ export namespace ExperimentsModel {
     /** Calls `air/api/experiments`; defaults to the real server. */
     fetchExperiments?: ExperimentsFetcher;
     /** Where MLflow statuses from answers are shared (the MLflow tab's command reads it). */
-    store?: MlflowStatusStore;
-    /** Timer functions; default to the window's. */
-    timers?: ITimers;
+    store?: IMlflowStatusStore;
     /** At most this many runs per answer (default 100). */
     limit?: number;
   }

@@ -3,6 +3,8 @@
  * duration and a few latest metrics, with its child runs nested below. Built once per run id and
  * updated in place on each poll.
  */
+import { TranslationBundle } from '@jupyterlab/translation';
+
 import {
   h,
   isNewTabClick,
@@ -10,15 +12,15 @@ import {
   setAttr,
   setHidden,
   setText
-} from '../gpu/dom';
+} from '../common/dom';
+import { statusClass, statusLabel } from '../common/status';
+import { num } from '../common/text';
 import {
   formatFullTime,
   formatMetric,
   formatRunDuration,
   formatStartTime,
-  runDurationMs,
-  statusClass,
-  statusLabel
+  runDurationMs
 } from '../mlflow/format';
 import { safeFragment, uiLink } from '../mlflow/links';
 import { IRun } from '../mlflow/types';
@@ -41,10 +43,12 @@ export function runJobId(run: IRun | null | undefined): string | null {
 
 export class RunRow {
   constructor(
+    trans: TranslationBundle,
     runId: string,
     onOpen: (row: RunRow) => void,
     onOpenWorkload?: (jobId: string) => void
   ) {
+    this._trans = trans;
     this.runId = runId;
     this.node = h('li', 'jp-air-exp-run');
     this.node.dataset.runId = runId;
@@ -59,7 +63,11 @@ export class RunRow {
       'span',
       'jp-air-exp-run-status jp-air-badge jp-air-status-badge'
     );
-    this._workload = h('button', 'jp-air-exp-run-workload', 'workload');
+    this._workload = h(
+      'button',
+      'jp-air-exp-run-workload',
+      trans.__('workload')
+    );
     this._workload.type = 'button';
     this._workload.hidden = true;
     this._workload.addEventListener('click', event => {
@@ -120,6 +128,7 @@ export class RunRow {
 
   /** Show a run's latest data; `ui` is the MLflow UI URL for the link (none: no href). */
   update(run: IRun, ui: string | null, now: number): void {
+    const trans = this._trans;
     this._run = run;
     this.node.dataset.status = String(run.status);
     const name = run.run_name || run.run_id;
@@ -127,7 +136,7 @@ export class RunRow {
     setAttr(
       this._name,
       'title',
-      `Open ${name} in MLflow (run ID ${run.run_id})`
+      trans.__('Open %1 in MLflow (run ID %2)', name, run.run_id)
     );
     const fragment = safeFragment(run.links?.run);
     const href = fragment !== null ? uiLink(ui, fragment) : null;
@@ -142,20 +151,20 @@ export class RunRow {
     setAttr(
       this._workload,
       'title',
-      jobId ? `Show job run ${jobId} in the Workloads panel` : ''
+      jobId ? trans.__('Show job run %1 in the Workloads panel', jobId) : ''
     );
 
-    setText(this._status, statusLabel(String(run.status)));
+    setText(this._status, statusLabel(trans, run.status));
     const statusClassName = `jp-air-exp-run-status jp-air-badge jp-air-status-badge ${statusClass(String(run.status))}`;
     if (this._status.className !== statusClassName) {
       this._status.className = statusClassName;
     }
 
-    setText(this._start, formatStartTime(numberOrNull(run.start_time), now));
+    setText(this._start, formatStartTime(num(run.start_time), now));
     setAttr(
       this._start,
       'title',
-      `Started ${formatFullTime(numberOrNull(run.start_time))}`
+      trans.__('Started %1', formatFullTime(num(run.start_time)))
     );
     this.tick(now);
 
@@ -197,11 +206,14 @@ export class RunRow {
     }
     const ms = runDurationMs(
       String(run.status),
-      numberOrNull(run.start_time),
-      numberOrNull(run.end_time),
+      num(run.start_time),
+      num(run.end_time),
       now
     );
-    setText(this._duration, ms === null ? '' : formatRunDuration(ms));
+    setText(
+      this._duration,
+      ms === null ? '' : formatRunDuration(this._trans, ms)
+    );
     setHidden(this._duration, ms === null);
   }
 
@@ -222,6 +234,7 @@ export class RunRow {
     }
   }
 
+  private readonly _trans: TranslationBundle;
   private readonly _row: HTMLDivElement;
   private readonly _name: HTMLAnchorElement;
   private readonly _status: HTMLSpanElement;
@@ -231,8 +244,4 @@ export class RunRow {
   private readonly _metrics: HTMLDivElement;
   private _metricsKey = '';
   private _run: IRun | null = null;
-}
-
-function numberOrNull(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }

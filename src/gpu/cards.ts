@@ -4,14 +4,23 @@
  *
  * Cards are kept by GPU index between updates and only changed text is written.
  */
+import { TranslationBundle } from '@jupyterlab/translation';
+
 import {
-  NA,
+  h,
+  placeInOrder,
+  setAttr,
+  setHidden,
+  setMeter,
+  setText
+} from '../common/dom';
+import {
   formatMemory,
   formatPercent,
   formatPower,
-  formatTemperature
+  formatTemperature,
+  notAvailable
 } from './format';
-import { h, placeInOrder, setAttr, setHidden, setMeter, setText } from './dom';
 import { gpuColor } from './theme';
 import { IGpuDevice, IGpuPayload, IGpuReading, ISample } from './types';
 
@@ -31,6 +40,10 @@ interface ICardView {
 
 /** The cards of all GPUs. */
 export class GpuCards {
+  constructor(trans: TranslationBundle) {
+    this._trans = trans;
+  }
+
   /** The cards' container. */
   readonly node = h('div', 'jp-air-gpu-cards');
 
@@ -59,10 +72,10 @@ export class GpuCards {
       seen.add(reading.index);
       let card = this._views.get(reading.index);
       if (!card) {
-        card = createCard(reading.index);
+        card = createCard(this._trans, reading.index);
         this._views.set(reading.index, card);
       }
-      updateCard(card, reading, devices.get(reading.index));
+      updateCard(this._trans, card, reading, devices.get(reading.index));
       roots.push(card.root);
     }
     // keep DOM order = reading order, moving nodes only when needed
@@ -75,20 +88,21 @@ export class GpuCards {
     }
   }
 
+  private readonly _trans: TranslationBundle;
   private _views = new Map<number, ICardView>();
 }
 
 /** Build the DOM of one GPU's card. */
-function createCard(index: number): ICardView {
+function createCard(trans: TranslationBundle, index: number): ICardView {
   const root = h('div', 'jp-air-gpu-card');
   root.dataset.gpuIndex = String(index);
   const head = h('div', 'jp-air-gpu-card-head');
   const swatch = h('span', 'jp-air-gpu-swatch');
   swatch.style.backgroundColor = gpuColor(index);
-  const label = h('span', 'jp-air-gpu-index', `GPU ${index}`);
+  const label = h('span', 'jp-air-gpu-index', trans.__('GPU %1', index));
   const name = h('span', 'jp-air-gpu-name');
-  const lost = h('span', 'jp-air-gpu-lost', 'lost');
-  lost.title = 'This GPU stopped answering';
+  const lost = h('span', 'jp-air-gpu-lost', trans.__('lost'));
+  lost.title = trans.__('This GPU stopped answering');
   lost.hidden = true;
   head.append(swatch, label, name, lost);
 
@@ -99,7 +113,7 @@ function createCard(index: number): ICardView {
     meter: boolean
   ): [HTMLElement, HTMLElement] => {
     const metric = h('div', 'jp-air-gpu-metric');
-    const value = h('span', `${cls} jp-air-gpu-value`, NA);
+    const value = h('span', `${cls} jp-air-gpu-value`, notAvailable(trans));
     metric.append(h('span', 'jp-air-gpu-label', labelText), value);
     const fill = h('span', 'jp-air-gpu-meter-fill');
     if (meter) {
@@ -110,10 +124,14 @@ function createCard(index: number): ICardView {
     metrics.append(metric);
     return [value, fill];
   };
-  const [util, utilFill] = row('Utilisation', 'jp-air-gpu-util', true);
-  const [mem, memFill] = row('Memory', 'jp-air-gpu-mem', true);
-  const [temp] = row('Temperature', 'jp-air-gpu-temp', false);
-  const [power] = row('Power', 'jp-air-gpu-power', false);
+  const [util, utilFill] = row(
+    trans.__('Utilisation'),
+    'jp-air-gpu-util',
+    true
+  );
+  const [mem, memFill] = row(trans.__('Memory'), 'jp-air-gpu-mem', true);
+  const [temp] = row(trans.__('Temperature'), 'jp-air-gpu-temp', false);
+  const [power] = row(trans.__('Power'), 'jp-air-gpu-power', false);
   root.append(head, metrics);
   return {
     root,
@@ -131,11 +149,12 @@ function createCard(index: number): ICardView {
 
 /** Write one reading into a card (a lost GPU shows its badge and no numbers). */
 function updateCard(
+  trans: TranslationBundle,
   card: ICardView,
   reading: IGpuReading,
   device: IGpuDevice | undefined
 ): void {
-  const name = device?.name || 'GPU';
+  const name = device?.name || trans.__('GPU');
   setText(card.name, name);
   setAttr(card.name, 'title', device?.uuid ? `${name}\n${device.uuid}` : name);
   const lost = !!reading.lost;
@@ -147,17 +166,17 @@ function updateCard(
   }
   const memTotal = reading.mem_total_mb ?? device?.mem_total_mb ?? null;
   const powerLimit = reading.power_limit_w ?? device?.power_limit_w ?? null;
-  setText(card.util, formatPercent(reading.util_pct));
+  setText(card.util, formatPercent(trans, reading.util_pct));
   setMeter(card.utilFill, reading.util_pct);
-  setText(card.mem, formatMemory(reading.mem_used_mb, memTotal));
+  setText(card.mem, formatMemory(trans, reading.mem_used_mb, memTotal));
   setMeter(
     card.memFill,
     reading.mem_used_mb !== null && memTotal
       ? (reading.mem_used_mb / memTotal) * 100
       : null
   );
-  setText(card.temp, formatTemperature(reading.temp_c));
-  setText(card.power, formatPower(reading.power_w, powerLimit));
+  setText(card.temp, formatTemperature(trans, reading.temp_c));
+  setText(card.power, formatPower(trans, reading.power_w, powerLimit));
 }
 
 /** A reading with every metric unknown (devices known, no sample yet). */

@@ -7,8 +7,11 @@
  * chart per animation frame, each piece timed as part of the update in progress. The series are
  * built once per change of samples and thinned to about one point per pixel of the plot.
  */
-import { IChartLayout, IChartRenderer, IChartTrace } from './chart';
-import { h } from './dom';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { h } from '../common/dom';
+import { IChartRenderer, IChartTrace } from './chart';
+import { chartLayout, memoryAxisMax } from './chart-layout';
 import { GpuModel } from './model';
 import {
   GpuMetric,
@@ -21,12 +24,12 @@ import {
 } from './series';
 import { IChartTheme, gpuColor } from './theme';
 import { UpdateTimer } from './timing';
-import { IGpuDevice, ISample } from './types';
 
 /** The three charts. */
 export class ChartsView {
   constructor(options: ChartsView.IOptions) {
     this._model = options.model;
+    this._trans = options.trans;
     this._renderer = options.renderer;
     this._timer = options.timer;
     this._canShow = options.canShow;
@@ -41,7 +44,7 @@ export class ChartsView {
       const title = h(
         'h3',
         'jp-air-gpu-chart-title jp-air-gpu-section-title',
-        METRICS[metric].title
+        METRICS[metric].title(options.trans)
       );
       const plot = h('div', 'jp-air-gpu-chart-plot');
       box.append(title, plot);
@@ -179,6 +182,7 @@ export class ChartsView {
     const series = this._series();
     const theme = this._theme ?? (this._theme = this._themeReader());
     const info = METRICS[metric];
+    const unit = info.unit(this._trans);
     // about one point per pixel: more cannot be seen and only costs drawing time
     const bucketMs = bucketFor(
       samples.length,
@@ -187,15 +191,16 @@ export class ChartsView {
     );
     const traces: IChartTrace[] = series[metric].map(s => {
       const { x, y } = bucketMs ? decimate(s.x, s.y, bucketMs) : s;
+      const name = this._trans.__('GPU %1', s.gpuIndex);
       return {
         type: 'scatter',
         mode: 'lines',
-        name: s.name,
+        name,
         x,
         y,
         connectgaps: false,
         line: { color: gpuColor(s.gpuIndex), width: 1.5 },
-        hovertemplate: `%{y:.${metric === 'mem' ? 1 : 0}f} ${info.unit}<extra>${s.name}</extra>`
+        hovertemplate: `%{y:.${metric === 'mem' ? 1 : 0}f} ${unit}<extra>${name}</extra>`
       };
     });
     const memMaxGiB =
@@ -227,6 +232,7 @@ export class ChartsView {
   }
 
   private readonly _model: GpuModel;
+  private readonly _trans: TranslationBundle;
   private _renderer: IChartRenderer | null;
   private readonly _timer: UpdateTimer;
   private readonly _canShow: () => boolean;
@@ -253,6 +259,8 @@ export namespace ChartsView {
   export interface IOptions {
     /** Where the samples come from. */
     model: GpuModel;
+    /** The panel's strings. */
+    trans: TranslationBundle;
     /** Draws the charts; `null`: no charts. */
     renderer: IChartRenderer | null;
     /** The timer of the panel's updates (chart drawing is part of an update). */
@@ -264,70 +272,4 @@ export namespace ChartsView {
     /** Runs a callback before the next frame. */
     scheduleFrame: (callback: () => void) => void;
   }
-}
-
-/** The memory chart's y maximum: the largest GPU's memory in GiB (null: let plotly decide). */
-function memoryAxisMax(
-  devices: readonly IGpuDevice[],
-  samples: readonly ISample[]
-): number | null {
-  let max = 0;
-  for (const device of devices) {
-    max = Math.max(max, device.mem_total_mb ?? 0);
-  }
-  if (max <= 0 && samples.length) {
-    for (const gpu of samples[samples.length - 1].gpus) {
-      max = Math.max(max, gpu.mem_total_mb ?? 0);
-    }
-  }
-  return max > 0 ? max / 1024 : null;
-}
-
-/** A chart layout in the theme's colours. */
-export function chartLayout(
-  theme: IChartTheme,
-  metric: GpuMetric,
-  range?: number[]
-): IChartLayout {
-  const axis = {
-    gridcolor: theme.grid,
-    linecolor: theme.line,
-    zeroline: false,
-    tickfont: { color: theme.fontMuted, size: 10 },
-    fixedrange: false
-  };
-  return {
-    height: 150,
-    margin: { l: 36, r: 8, t: 6, b: 24, pad: 2 },
-    paper_bgcolor: theme.background,
-    plot_bgcolor: theme.background,
-    font: { color: theme.font, family: theme.fontFamily, size: 11 },
-    showlegend: false,
-    hovermode: 'x',
-    hoverlabel: {
-      bgcolor: theme.hoverBackground,
-      bordercolor: theme.line,
-      font: { color: theme.font, family: theme.fontFamily, size: 11 }
-    },
-    uirevision: metric,
-    xaxis: {
-      ...axis,
-      type: 'date',
-      nticks: 4,
-      tickangle: 0,
-      // one-line time labels: a sidebar has no room for plotly's two-line date labels
-      tickformatstops: [
-        { dtickrange: [null, 60000], value: '%H:%M:%S' },
-        { dtickrange: [60000, 86400000], value: '%H:%M' },
-        { dtickrange: [86400000, null], value: '%b %d' }
-      ],
-      hoverformat: '%H:%M:%S'
-    },
-    yaxis: {
-      ...axis,
-      fixedrange: true,
-      ...(range ? { range, autorange: false } : { autorange: true }),
-      ticksuffix: metric === 'util' ? '%' : ''
-    }
-  };
 }

@@ -1,91 +1,113 @@
 /**
  * Text formatting of GPU metrics for the panel. Every formatter takes the raw (possibly `null`)
- * value from the API and returns what the user reads; unknown values become "n/a", never "0".
+ * value from the API and returns what the user reads, in the panel's language; unknown values
+ * become "n/a", never "0".
  */
+import { TranslationBundle } from '@jupyterlab/translation';
 
-/** Shown for a metric the device cannot report. */
-export const NA = 'n/a';
-
-/** Shown where there is nothing (no process owner, no data yet). */
-export const NONE = '—';
+import { num } from '../common/text';
 
 const MIB_PER_GIB = 1024;
 
-function known(value: number | null | undefined): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
+/** Shown for a metric the device cannot report. */
+export function notAvailable(trans: TranslationBundle): string {
+  return trans.__('n/a');
 }
 
 /** `87%`; `digits` decimals. */
 export function formatPercent(
+  trans: TranslationBundle,
   value: number | null | undefined,
   digits = 0
 ): string {
-  return known(value) ? `${value.toFixed(digits)}%` : NA;
+  const v = num(value);
+  return v === null ? notAvailable(trans) : trans.__('%1%', v.toFixed(digits));
 }
 
 /** MiB as GiB: `39.1 GiB`. */
-export function formatGiB(mb: number | null | undefined, digits = 1): string {
-  return known(mb) ? `${(mb / MIB_PER_GIB).toFixed(digits)} GiB` : NA;
+export function formatGiB(
+  trans: TranslationBundle,
+  mb: number | null | undefined,
+  digits = 1
+): string {
+  const v = num(mb);
+  return v === null
+    ? notAvailable(trans)
+    : trans.__('%1 GiB', (v / MIB_PER_GIB).toFixed(digits));
 }
 
 /** Used / total memory from MiB: `39.1 / 79.6 GiB` (or `39.1 GiB` when the total is unknown). */
 export function formatMemory(
+  trans: TranslationBundle,
   usedMb: number | null | undefined,
   totalMb: number | null | undefined
 ): string {
-  if (!known(usedMb)) {
-    return NA;
+  const used = num(usedMb);
+  const total = num(totalMb);
+  if (used === null || total === null) {
+    return formatGiB(trans, used);
   }
-  if (!known(totalMb)) {
-    return formatGiB(usedMb);
-  }
-  const used = (usedMb / MIB_PER_GIB).toFixed(1);
-  const total = (totalMb / MIB_PER_GIB).toFixed(1);
-  return `${used} / ${total} GiB`;
+  return trans.__(
+    '%1 / %2 GiB',
+    (used / MIB_PER_GIB).toFixed(1),
+    (total / MIB_PER_GIB).toFixed(1)
+  );
 }
 
 /** `61 °C`. */
-export function formatTemperature(celsius: number | null | undefined): string {
-  return known(celsius) ? `${celsius.toFixed(0)} °C` : NA;
+export function formatTemperature(
+  trans: TranslationBundle,
+  celsius: number | null | undefined
+): string {
+  const v = num(celsius);
+  return v === null ? notAvailable(trans) : trans.__('%1 °C', v.toFixed(0));
 }
 
 /** Power draw and limit: `512 / 700 W` (or `512 W` when the limit is unknown). */
 export function formatPower(
+  trans: TranslationBundle,
   watts: number | null | undefined,
   limitW: number | null | undefined
 ): string {
-  if (!known(watts)) {
-    return NA;
+  const w = num(watts);
+  const limit = num(limitW);
+  if (w === null) {
+    return notAvailable(trans);
   }
-  return known(limitW)
-    ? `${watts.toFixed(0)} / ${limitW.toFixed(0)} W`
-    : `${watts.toFixed(0)} W`;
+  return limit === null
+    ? trans.__('%1 W', w.toFixed(0))
+    : trans.__('%1 / %2 W', w.toFixed(0), limit.toFixed(0));
 }
 
 /** A duration in words: `5 minutes`, `1 hour`, `90 seconds`. */
-export function formatDuration(seconds: number): string {
+export function formatDuration(
+  trans: TranslationBundle,
+  seconds: number
+): string {
   const s = Math.max(0, Math.round(seconds));
-  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
   if (s >= 3600 && s % 3600 === 0) {
-    return unit(s / 3600, 'hour');
+    return trans._n('%1 hour', '%1 hours', s / 3600);
   }
   if (s >= 60 && s % 60 === 0) {
-    return unit(s / 60, 'minute');
+    return trans._n('%1 minute', '%1 minutes', s / 60);
   }
-  return unit(s, 'second');
+  return trans._n('%1 second', '%1 seconds', s);
 }
 
 /** The age of the newest sample: `updated 3 s ago`, `updated 4 min ago`. */
-export function formatAge(seconds: number | null): string {
+export function formatAge(
+  trans: TranslationBundle,
+  seconds: number | null
+): string {
   if (seconds === null || !Number.isFinite(seconds)) {
-    return 'no data yet';
+    return trans.__('no data yet');
   }
   const s = Math.max(0, Math.floor(seconds));
   if (s < 120) {
-    return `updated ${s} s ago`;
+    return trans.__('updated %1 s ago', s);
   }
   if (s < 7200) {
-    return `updated ${Math.floor(s / 60)} min ago`;
+    return trans.__('updated %1 min ago', Math.floor(s / 60));
   }
-  return `updated ${Math.floor(s / 3600)} h ago`;
+  return trans.__('updated %1 h ago', Math.floor(s / 3600));
 }

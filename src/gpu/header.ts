@@ -5,51 +5,64 @@
  *
  * Everything here is derived from the model alone; the panel decides which other sections show.
  */
-import { NONE, formatAge, formatDuration } from './format';
-import { button, h, setHidden, setText } from './dom';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { button, h, setHidden, setText } from '../common/dom';
+import { NONE } from '../common/text';
+import { formatAge, formatDuration } from './format';
 import { GpuModel } from './model';
 
 /** Header, meta line and status banners. */
 export class PanelHeader {
-  constructor(model: GpuModel) {
+  constructor(model: GpuModel, trans: TranslationBundle) {
     this._model = model;
+    this._trans = trans;
 
     this.header = h('div', 'jp-air-gpu-header jp-air-sidepanel-header');
     const title = h(
       'h2',
       'jp-air-gpu-title jp-air-sidepanel-title',
-      'GPU Resources'
+      trans.__('GPU Resources')
     );
     this._refresh = button(
       'jp-air-gpu-refresh jp-air-sidepanel-button',
-      'Refresh',
+      trans.__('Refresh'),
       () => {
         void this._model.refresh();
       },
-      'Take a sample now'
+      trans.__('Take a sample now')
     );
     this.header.append(title, this._refresh);
 
     this.meta = h('div', 'jp-air-gpu-meta');
     this._node = h('span', 'jp-air-gpu-node', NONE);
-    this._node.title = 'Node';
-    this._backend = h('span', 'jp-air-gpu-backend jp-air-badge', 'simulated');
-    this._backend.title =
-      'Simulated telemetry: these are not real GPU readings';
+    this._node.title = trans.__('Node');
+    this._backend = h(
+      'span',
+      'jp-air-gpu-backend jp-air-badge',
+      trans.__('simulated')
+    );
+    this._backend.title = trans.__(
+      'Simulated telemetry: these are not real GPU readings'
+    );
     this._backend.hidden = true;
     this._driver = h('span', 'jp-air-gpu-driver');
     this._driver.hidden = true;
-    this._updated = h('span', 'jp-air-gpu-updated', formatAge(null));
+    this._updated = h('span', 'jp-air-gpu-updated', formatAge(trans, null));
     this.meta.append(this._node, this._backend, this._driver, this._updated);
 
-    this._loading = h('div', 'jp-air-gpu-loading', 'Loading GPU telemetry…');
+    this._loading = h(
+      'div',
+      'jp-air-gpu-loading',
+      trans.__('Loading GPU telemetry…')
+    );
 
     this._paused = h('div', 'jp-air-gpu-paused');
     this._paused.setAttribute('role', 'status');
     this._pausedText = h('span', 'jp-air-gpu-paused-text');
     const resume = button(
       'jp-air-gpu-resume jp-air-sidepanel-button',
-      'Resume',
+      trans.__('Resume'),
       () => this._model.resume()
     );
     this._paused.append(this._pausedText, resume);
@@ -88,6 +101,7 @@ export class PanelHeader {
 
   /** Update everything from the model. */
   render(): void {
+    const trans = this._trans;
     const model = this._model;
     const payload = model.payload;
     const status = model.status;
@@ -96,14 +110,17 @@ export class PanelHeader {
     setText(this._node, payload?.node || NONE);
     const driver = payload?.driver_version;
     setHidden(this._driver, !driver);
-    setText(this._driver, driver ? `driver ${driver}` : '');
+    setText(this._driver, driver ? trans.__('driver %1', driver) : '');
 
     setHidden(this._loading, status !== 'loading');
 
     setHidden(this._paused, status !== 'paused');
     setText(
       this._pausedText,
-      `Paused after ${formatDuration(model.idleTimeoutS)} without activity`
+      trans.__(
+        'Paused after %1 without activity',
+        formatDuration(trans, model.idleTimeoutS)
+      )
     );
 
     const error = model.error;
@@ -113,26 +130,29 @@ export class PanelHeader {
       error === null
         ? ''
         : payload
-          ? `Could not update: ${error}`
-          : `Could not load GPU telemetry: ${error}`
+          ? trans.__('Could not update: %1', error)
+          : trans.__('Could not load GPU telemetry: %1', error)
     );
 
     const warning = payload?.error ?? null;
     setHidden(this._warning, !warning);
-    setText(this._warning, warning ? `Sampling error: ${warning}` : '');
+    setText(
+      this._warning,
+      warning ? trans.__('Sampling error: %1', warning) : ''
+    );
 
     const noGpu = payload?.backend === 'none';
     setHidden(this._nogpu, !noGpu);
     setText(
       this._nogpu,
-      noGpu ? payload?.reason || 'No GPU was found on this node.' : ''
+      noGpu ? payload?.reason || trans.__('No GPU was found on this node.') : ''
     );
 
     const held = payload?.held_by ?? [];
     setHidden(this.held, held.length === 0);
     setText(
       this.held,
-      held.length ? `Sampling kept on by: ${held.join(', ')}` : ''
+      held.length ? trans.__('Sampling kept on by: %1', held.join(', ')) : ''
     );
 
     const busy = model.isBusy;
@@ -143,10 +163,14 @@ export class PanelHeader {
 
   /** "updated N s ago" (ticks every second while the panel is shown). */
   renderAge(): void {
-    setText(this._updated, formatAge(this._model.secondsSinceUpdate()));
+    setText(
+      this._updated,
+      formatAge(this._trans, this._model.secondsSinceUpdate())
+    );
   }
 
   private readonly _model: GpuModel;
+  private readonly _trans: TranslationBundle;
   private readonly _refresh: HTMLButtonElement;
   private readonly _node: HTMLElement;
   private readonly _backend: HTMLElement;

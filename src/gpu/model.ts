@@ -8,15 +8,19 @@
  *
  * - The first fetch asks for the whole window; later ones send `since=<t of newest sample>` and
  *   merge the delta (de-duplicated by `t`, trimmed to `history_s` before the newest sample).
- * - While started (the panel is shown) it polls every `interval_s`; stopped, it sends nothing.
+ * - While started (the panel is shown) it polls every `interval_s` (a `Poller`: nothing while
+ *   the browser tab is hidden, backing off while the server fails); stopped, it sends nothing.
  * - Without user activity for `idle_timeout_s` it stops polling and becomes 'paused' (the server
- *   then pauses its own sampling too) until `resume()`, `refresh()` or a restart.
+ *   then pauses its own sampling too) until `resume()`, `refresh()` or a restart. The poller
+ *   wakes up at the idle deadline when it comes before the next poll, so the pause is on time.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { APIError, requestAPI } from '../api';
-import { ITimers, windowTimers } from '../common/timers';
+import { describeError } from '../api';
+import { Poller } from '../common/poller';
+import { GpuFetcher, fetchGpu } from './api';
+import { mergeSamples, sameSamples, trimSamples } from './history';
 import { IGpuPayload, ISample } from './types';
 
 /** Defaults used until the server has said otherwise. */
@@ -26,73 +30,6 @@ export const DEFAULT_HISTORY_S = 7200;
 
 /** What the panel shows overall. */
 export type GpuStatus = 'loading' | 'live' | 'paused' | 'error';
-
-/** Options of one GPU API call. */
-export interface IGpuFetchOptions {
-  /** Only samples newer than this (unix seconds); `null` for the whole window. */
-  since: number | null;
-  /** `true`: `POST gpu/refresh` (sample now); `false`: `GET gpu`. */
-  refresh: boolean;
-}
-
-/** A function that calls the GPU API (injectable for tests). */
-export type GpuFetcher = (options: IGpuFetchOptions) => Promise<IGpuPayload>;
-
-/** The real GPU API: `GET air/api/gpu` or `POST air/api/gpu/refresh`. */
-export const fetchGpu: GpuFetcher = ({ since, refresh }) => {
-  const query = since === null ? '' : `?since=${encodeURIComponent(since)}`;
-  return requestAPI<IGpuPayload>((refresh ? 'gpu/refresh' : 'gpu') + query, {
-    method: refresh ? 'POST' : 'GET'
-  });
-};
-
-/**
- * Merge new samples into a history (both oldest first): de-duplicated by `t` (the incoming
- * sample wins) and sorted. The common case, all new samples after the existing ones, is a concat.
- */
-export function mergeSamples(
-  existing: readonly ISample[],
-  incoming: readonly ISample[]
-): ISample[] {
-  const fresh = incoming.filter(s => s && Number.isFinite(s.t));
-  if (fresh.length === 0) {
-    return existing.slice();
-  }
-  const last = existing.length ? existing[existing.length - 1].t : -Infinity;
-  let ordered = true;
-  let previous = last;
-  for (const sample of fresh) {
-    if (sample.t <= previous) {
-      ordered = false;
-      break;
-    }
-    previous = sample.t;
-  }
-  if (ordered) {
-    return existing.concat(fresh);
-  }
-  const byTime = new Map<number, ISample>();
-  for (const sample of existing) {
-    byTime.set(sample.t, sample);
-  }
-  for (const sample of fresh) {
-    byTime.set(sample.t, sample);
-  }
-  return Array.from(byTime.values()).sort((a, b) => a.t - b.t);
-}
-
-/** Drop the samples older than `windowS` before the newest one. */
-export function trimSamples(samples: ISample[], windowS: number): ISample[] {
-  if (samples.length === 0 || !(windowS > 0)) {
-    return samples;
-  }
-  const horizon = samples[samples.length - 1].t - windowS;
-  let first = 0;
-  while (first < samples.length && samples[first].t < horizon) {
-    first++;
-  }
-  return first === 0 ? samples : samples.slice(first);
-}
 
 /** A positive number from the server, or the default. */
 function positive(value: unknown, fallback: number): number {
@@ -106,8 +43,12 @@ export class GpuModel implements IDisposable {
   constructor(options: GpuModel.IOptions = {}) {
     this._fetcher = options.fetch ?? fetchGpu;
     this._now = options.now ?? (() => Date.now());
-    this._timers = options.timers ?? windowTimers;
     this._lastActivity = this._now();
+    this._poller = new Poller({
+      name: 'jupyter-air:gpu',
+      poll: () => this._tick(),
+      interval: () => this._untilNextTick()
+    });
   }
 
   /** Emitted after every change of data or state. */
@@ -154,6 +95,11 @@ export class GpuModel implements IDisposable {
   /** Whether the model is polling (the panel is shown). */
   get isStarted(): boolean {
     return this._started;
+  }
+
+  /** Whether it waits on the server that failed (`failures` calls in a row, backing off). */
+  get failures(): number {
+    return this._poller.failures;
   }
 
   /** Whether a call is in flight. */
@@ -209,7 +155,7 @@ export class GpuModel implements IDisposable {
       return;
     }
     this._started = false;
-    this._clearTimer();
+    this._poller.stop();
   }
 
   /** The user did something: postpones the idle pause. */
@@ -235,11 +181,13 @@ export class GpuModel implements IDisposable {
       this._paused = false;
       this._changed.emit();
     }
-    await this._fetch(true);
     if (this._started) {
-      this._nextPollAt = this._now() + this.intervalS * 1000;
-      this._schedule();
+      this._poller.start(); // out of the pause: polls again after this one
     }
+    await this._poller.run(async () => {
+      await this._fetch(true);
+      this._nextPollAt = this._now() + this.intervalS * 1000;
+    });
   }
 
   dispose(): void {
@@ -248,7 +196,7 @@ export class GpuModel implements IDisposable {
     }
     this._isDisposed = true;
     this._started = false;
-    this._clearTimer();
+    this._poller.dispose();
     Signal.clearData(this);
   }
 
@@ -262,11 +210,12 @@ export class GpuModel implements IDisposable {
       this._changed.emit();
     }
     if (this._started) {
-      this._schedule(0);
+      this._poller.stop();
+      this._poller.start();
     }
   }
 
-  /** One poll: pause if idle, wait if it is not time yet, else fetch. */
+  /** One tick of the poller: pause if idle, nothing if it is not time yet, else fetch. */
   private async _tick(): Promise<void> {
     if (!this._started || this._paused || this._isDisposed) {
       return;
@@ -274,85 +223,58 @@ export class GpuModel implements IDisposable {
     const now = this._now();
     if (now - this._lastActivity >= this.idleTimeoutS * 1000) {
       this._paused = true;
-      this._clearTimer();
+      this._poller.stop();
       this._changed.emit();
       return;
     }
     if (now < this._nextPollAt) {
-      this._schedule();
-      return;
+      return; // woken for an idle deadline that activity postponed
     }
-    // nothing else may poll while this one is in flight
-    this._nextPollAt = Infinity;
-    await this._fetch(false);
-    this._nextPollAt = this._now() + this.intervalS * 1000;
-    this._schedule();
+    try {
+      await this._fetch(false);
+    } finally {
+      this._nextPollAt = this._now() + this.intervalS * 1000;
+    }
   }
 
   /**
-   * Arm the single timer: for the next poll or the idle deadline, whichever comes first
-   * (so the pause happens on time, not up to an interval late).
+   * Milliseconds until the poller's next tick: the next poll or the idle deadline, whichever
+   * comes first (so the pause happens on time, not up to an interval late).
    */
-  private _schedule(delay?: number): void {
-    this._clearTimer();
+  private _untilNextTick(): number | null {
     if (!this._started || this._paused || this._isDisposed) {
+      return null;
+    }
+    const idleAt = this._lastActivity + this.idleTimeoutS * 1000;
+    return Math.max(0, Math.min(this._nextPollAt, idleAt) - this._now());
+  }
+
+  /** One call: merges the answer, or records the error and rethrows it (the poller backs off). */
+  private async _fetch(refresh: boolean): Promise<void> {
+    if (this._isDisposed) {
       return;
     }
-    if (delay === undefined) {
-      if (this._nextPollAt === Infinity) {
-        return; // a poll is in flight; it schedules the next one
-      }
-      const idleAt = this._lastActivity + this.idleTimeoutS * 1000;
-      delay = Math.max(0, Math.min(this._nextPollAt, idleAt) - this._now());
-    }
-    this._timer = this._timers.setTimeout(() => {
-      this._timer = null;
-      void this._tick();
-    }, delay);
-  }
-
-  private _clearTimer(): void {
-    if (this._timer !== null) {
-      this._timers.clearTimeout(this._timer);
-      this._timer = null;
-    }
-  }
-
-  /** One call, serialised after any call in flight; merges the answer or records the error. */
-  private _fetch(refresh: boolean): Promise<void> {
-    const run = async (): Promise<void> => {
-      if (this._isDisposed) {
-        return;
-      }
-      const since = this._samples.length
-        ? this._samples[this._samples.length - 1].t
-        : null;
-      this._inFlight++;
-      try {
-        const payload = await this._fetcher({ since, refresh });
-        if (this._isDisposed) {
-          return;
-        }
+    const since = this._samples.length
+      ? this._samples[this._samples.length - 1].t
+      : null;
+    this._inFlight++;
+    try {
+      const payload = await this._fetcher({ since, refresh });
+      if (!this._isDisposed) {
         this._apply(payload, since);
         this._error = null;
-      } catch (error) {
-        if (this._isDisposed) {
-          return;
-        }
-        this._error =
-          error instanceof APIError && error.status
-            ? `${error.message} (HTTP ${error.status})`
-            : error instanceof Error
-              ? error.message
-              : String(error);
-      } finally {
-        this._inFlight--;
       }
-      this._changed.emit();
-    };
-    const next = this._queue.then(run, run);
-    this._queue = next;
-    return next;
+    } catch (error) {
+      if (!this._isDisposed) {
+        this._error = describeError(error);
+        throw error;
+      }
+    } finally {
+      this._inFlight--;
+      if (!this._isDisposed) {
+        this._changed.emit();
+      }
+    }
   }
 
   /** Take in one answer of the server. */
@@ -380,7 +302,7 @@ export class GpuModel implements IDisposable {
   private readonly _changed = new Signal<this, void>(this);
   private readonly _fetcher: GpuFetcher;
   private readonly _now: () => number;
-  private readonly _timers: ITimers;
+  private readonly _poller: Poller;
   private _samples: ISample[] = [];
   private _samplesVersion = 0;
   private _payload: IGpuPayload | null = null;
@@ -390,23 +312,8 @@ export class GpuModel implements IDisposable {
   private _paused = false;
   private _lastActivity: number;
   private _nextPollAt = 0;
-  private _timer: unknown = null;
   private _inFlight = 0;
-  private _queue: Promise<void> = Promise.resolve();
   private _isDisposed = false;
-}
-
-/** Whether two histories hold the same sample objects. */
-function sameSamples(a: readonly ISample[], b: readonly ISample[]): boolean {
-  if (a.length !== b.length) {
-    return false;
-  }
-  for (let i = 0; i < a.length; i++) {
-    if (a[i] !== b[i]) {
-      return false;
-    }
-  }
-  return true;
 }
 
 export namespace GpuModel {
@@ -415,7 +322,5 @@ export namespace GpuModel {
     fetch?: GpuFetcher;
     /** Milliseconds clock; defaults to `Date.now`. */
     now?: () => number;
-    /** Timer functions; default to the window's. */
-    timers?: ITimers;
   }
 }

@@ -10,14 +10,16 @@
  * Plain DOM, built once with `createElement`/`textContent` (data — node names, process commands,
  * notebook paths — is never parsed as HTML) and updated in place on every poll.
  */
+import { ITranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
+import { setHidden } from '../common/dom';
+import { Poller } from '../common/poller';
 import { ShownWidget } from '../common/shown-widget';
-import { Ticker } from '../common/ticker';
+import { loadTranslation } from '../common/translation';
 import { GpuCards } from './cards';
 import { IChartRenderer } from './chart';
 import { ChartsView } from './charts-view';
-import { setHidden } from './dom';
 import { PanelHeader } from './header';
 import { HostMetrics } from './host-metrics';
 import { GpuModel } from './model';
@@ -25,6 +27,9 @@ import { ProcessesTable } from './processes-table';
 import { GpuMetric } from './series';
 import { IChartTheme, readChartTheme } from './theme';
 import { UpdateTimer } from './timing';
+
+/** Milliseconds between updates of "updated N s ago". */
+const CLOCK_MS = 1000;
 
 /** The "GPU Resources" panel. */
 export class GpuPanel extends ShownWidget {
@@ -34,12 +39,15 @@ export class GpuPanel extends ShownWidget {
     this.addClass('jp-air-sidepanel');
     this._model = options.model ?? new GpuModel();
     this._ownsModel = !options.model;
+    const trans = loadTranslation(options.translator);
+    this.title.caption = trans.__('GPU Resources');
 
-    this._header = new PanelHeader(this._model);
-    this._host = new HostMetrics();
-    this._cards = new GpuCards();
+    this._header = new PanelHeader(this._model, trans);
+    this._host = new HostMetrics(trans);
+    this._cards = new GpuCards(trans);
     this._charts = new ChartsView({
       model: this._model,
+      trans,
       renderer: options.renderer ?? null,
       timer: this._timer,
       canShow: () => !this.isDisposed && this.isVisible,
@@ -50,7 +58,12 @@ export class GpuPanel extends ShownWidget {
           window.requestAnimationFrame(() => callback());
         })
     });
-    this._processes = new ProcessesTable(options.openPath ?? null);
+    this._processes = new ProcessesTable(trans, options.openPath ?? null);
+    this._clock = new Poller({
+      name: 'jupyter-air:gpu-clock',
+      poll: () => this._header.renderAge(),
+      interval: CLOCK_MS
+    });
     this.node.append(
       this._header.header,
       this._header.meta,
@@ -110,7 +123,7 @@ export class GpuPanel extends ShownWidget {
     if (this.isDisposed) {
       return;
     }
-    this._ticker.stop();
+    this._clock.dispose();
     this._model.changed.disconnect(this._onModelChanged, this);
     this._model.stop();
     this._charts.dispose();
@@ -127,14 +140,14 @@ export class GpuPanel extends ShownWidget {
 
   protected onShown(): void {
     this._model.start();
-    this._ticker.start();
+    this._clock.start(CLOCK_MS);
     this._header.renderAge();
     this._charts.render();
   }
 
   protected onHidden(): void {
     this._model.stop();
-    this._ticker.stop();
+    this._clock.stop();
   }
 
   private _onModelChanged(): void {
@@ -149,7 +162,7 @@ export class GpuPanel extends ShownWidget {
   private readonly _cards: GpuCards;
   private readonly _charts: ChartsView;
   private readonly _processes: ProcessesTable;
-  private readonly _ticker = new Ticker(() => this._header.renderAge());
+  private readonly _clock: Poller;
 }
 
 export namespace GpuPanel {
@@ -158,6 +171,8 @@ export namespace GpuPanel {
     model?: GpuModel;
     /** Draws the charts; without one the panel has no charts. */
     renderer?: IChartRenderer;
+    /** Translates the panel's strings (default: as written). */
+    translator?: ITranslator | null;
     /** Opens a notebook path (e.g. `docmanager:open`); without it paths are plain text. */
     openPath?: (path: string) => void;
     /** Reads the chart colours (default: JupyterLab's CSS variables). */

@@ -4,8 +4,11 @@
  *
  * Rows are kept by GPU and PID and rebuilt only when that process's data changed.
  */
-import { NONE, formatGiB } from './format';
-import { button, h, placeInOrder, setHidden } from './dom';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { button, h, placeInOrder, setHidden } from '../common/dom';
+import { NONE } from '../common/text';
+import { formatGiB } from './format';
 import { IGpuProcess, ISample } from './types';
 
 /** The DOM of one process row, kept between updates. */
@@ -25,20 +28,24 @@ export class ProcessesTable {
   /**
    * @param openPath opens a notebook path; without it paths are plain text.
    */
-  constructor(openPath: ((path: string) => void) | null) {
+  constructor(
+    trans: TranslationBundle,
+    openPath: ((path: string) => void) | null
+  ) {
+    this._trans = trans;
     this._openPath = openPath;
     this.node = h('div', 'jp-air-gpu-processes');
-    const title = h('h3', 'jp-air-gpu-section-title', 'Processes');
+    const title = h('h3', 'jp-air-gpu-section-title', trans.__('Processes'));
     const table = h('table', 'jp-air-gpu-process-table');
     const thead = h('thead');
     const headRow = h('tr');
     for (const label of [
-      'GPU',
-      'PID',
-      'User',
-      'Process',
-      'GPU memory',
-      'Notebook'
+      trans.__('GPU'),
+      trans.__('PID'),
+      trans.__('User'),
+      trans.__('Process'),
+      trans.__('GPU memory'),
+      trans.__('Notebook')
     ]) {
       const th = h('th', undefined, label);
       th.scope = 'col';
@@ -50,7 +57,7 @@ export class ProcessesTable {
     this._empty = h(
       'div',
       'jp-air-gpu-processes-empty',
-      'No processes are using the GPUs.'
+      trans.__('No processes are using the GPUs.')
     );
     this.node.append(title, table, this._empty);
   }
@@ -104,6 +111,7 @@ export class ProcessesTable {
   }
 
   private _fillRow(row: HTMLTableRowElement, entry: IProcessEntry): void {
+    const trans = this._trans;
     const { gpu, process } = entry;
     row.dataset.gpuIndex = String(gpu);
     row.dataset.pid = String(process.pid);
@@ -121,7 +129,7 @@ export class ProcessesTable {
     row.append(command);
 
     row.append(
-      h('td', 'jp-air-gpu-process-mem', formatGiB(process.gpu_mem_mb, 2))
+      h('td', 'jp-air-gpu-process-mem', formatGiB(trans, process.gpu_mem_mb, 2))
     );
 
     const notebook = h('td', 'jp-air-gpu-process-notebook');
@@ -137,7 +145,7 @@ export class ProcessesTable {
             'jp-air-gpu-notebook-link',
             name,
             () => openPath(path),
-            `Open ${path}`
+            trans.__('Open %1', path)
           )
         );
       } else {
@@ -146,15 +154,20 @@ export class ProcessesTable {
       }
     } else if (kernel?.kernel_name) {
       notebook.append(
-        h('span', 'jp-air-gpu-kernel-name', `${kernel.kernel_name} kernel`)
+        h(
+          'span',
+          'jp-air-gpu-kernel-name',
+          trans.__('%1 kernel', kernel.kernel_name)
+        )
       );
-      notebook.title = `Kernel ${kernel.kernel_id}`;
+      notebook.title = trans.__('Kernel %1', kernel.kernel_id);
     } else {
       notebook.textContent = NONE;
     }
     row.append(notebook);
   }
 
+  private readonly _trans: TranslationBundle;
   private readonly _openPath: ((path: string) => void) | null;
   private readonly _body: HTMLTableSectionElement;
   private readonly _empty: HTMLElement;

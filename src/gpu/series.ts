@@ -6,6 +6,9 @@
  * point is inserted so the chart shows a gap instead of a line interpolated across the pause.
  * Missing metrics (`null`), lost GPUs and GPUs absent from a sample are `null` too: holes, not 0.
  */
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { num } from '../common/text';
 import { IGpuReading, ISample } from './types';
 
 /** The metrics drawn as charts. */
@@ -15,9 +18,9 @@ export type GpuMetric = 'util' | 'mem' | 'temp';
 export interface IMetricInfo {
   key: GpuMetric;
   /** Chart title. */
-  title: string;
+  title(trans: TranslationBundle): string;
   /** Unit shown on the axis and in hovers. */
-  unit: string;
+  unit(trans: TranslationBundle): string;
   /** The value of one GPU reading, `null` when unknown. */
   value(gpu: IGpuReading): number | null;
 }
@@ -28,24 +31,24 @@ const MIB_PER_GIB = 1024;
 export const METRICS: Record<GpuMetric, IMetricInfo> = {
   util: {
     key: 'util',
-    title: 'GPU utilisation (%)',
-    unit: '%',
-    value: gpu => finite(gpu.util_pct)
+    title: trans => trans.__('GPU utilisation (%)'),
+    unit: () => '%',
+    value: gpu => num(gpu.util_pct)
   },
   mem: {
     key: 'mem',
-    title: 'GPU memory used (GiB)',
-    unit: 'GiB',
+    title: trans => trans.__('GPU memory used (GiB)'),
+    unit: trans => trans.__('GiB'),
     value: gpu => {
-      const mb = finite(gpu.mem_used_mb);
+      const mb = num(gpu.mem_used_mb);
       return mb === null ? null : mb / MIB_PER_GIB;
     }
   },
   temp: {
     key: 'temp',
-    title: 'GPU temperature (°C)',
-    unit: '°C',
-    value: gpu => finite(gpu.temp_c)
+    title: trans => trans.__('GPU temperature (°C)'),
+    unit: trans => trans.__('°C'),
+    value: gpu => num(gpu.temp_c)
   }
 };
 
@@ -55,14 +58,8 @@ export const METRIC_ORDER: GpuMetric[] = ['util', 'mem', 'temp'];
 /** One GPU's series for one metric. */
 export interface ISeries {
   gpuIndex: number;
-  name: string;
   x: Date[];
   y: (number | null)[];
-}
-
-/** A number, or `null` for null/NaN/missing. */
-function finite(value: number | null | undefined): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
 /** The GPU indices present in any sample, ascending. */
@@ -138,7 +135,6 @@ export function buildAllSeries(
   metrics.forEach((metric, m) => {
     result[metric] = indices.map((index, position) => ({
       gpuIndex: index,
-      name: `GPU ${index}`,
       x,
       y: columns[m][position]
     }));

@@ -1,11 +1,11 @@
 /**
- * The GPU panel's render timing, as User Timing measures (visible in the browser's performance
- * tools, read by the browser benchmark in ui-tests/bench).
+ * The GPU panel's render timing, as User Timing measures (see common/timing.ts).
  *
  * One update's work can be split over several animation frames (the charts); `UpdateTimer`
  * adds up the pieces and records the total once the update is fully drawn, with an explicit
  * start and duration, so idle time between frames is not counted.
  */
+import { now, record } from '../common/timing';
 
 /**
  * The User Timing measure of one panel update: the main-thread time spent rendering it (text,
@@ -17,39 +17,6 @@ export const RENDER_MEASURE = 'jupyter-air:gpu-render';
  * drawn in an animation frame): what a single frame has to absorb.
  */
 export const RENDER_FRAME_MEASURE = 'jupyter-air:gpu-render-frame';
-/** Drop old measures after this many so a panel open for days does not accumulate them. */
-const MAX_MEASURES = 1000;
-
-/** A high-resolution clock (ms). */
-export function now(): number {
-  return typeof performance !== 'undefined' &&
-    typeof performance.now === 'function'
-    ? performance.now()
-    : Date.now();
-}
-
-const measureCounts = new Map<string, number>();
-
-/** Record a User Timing measure with an explicit start and duration (where supported). */
-export function record(name: string, start: number, duration: number): void {
-  if (
-    typeof performance === 'undefined' ||
-    typeof performance.measure !== 'function'
-  ) {
-    return;
-  }
-  try {
-    performance.measure(name, { start, duration });
-  } catch {
-    return; // User Timing Level 3 not supported: no figures, no harm
-  }
-  const count = (measureCounts.get(name) ?? 0) + 1;
-  measureCounts.set(name, count);
-  if (count > MAX_MEASURES && typeof performance.clearMeasures === 'function') {
-    performance.clearMeasures(name);
-    measureCounts.set(name, 0);
-  }
-}
 
 /** Adds up the pieces of one update's rendering work and records the total. */
 export class UpdateTimer {

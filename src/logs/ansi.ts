@@ -1,14 +1,15 @@
 /**
  * ANSI escape codes in log lines: colours and styles (SGR) become segments of text with a style,
  * everything else (cursor moves, titles, other control characters) is dropped. Nothing here makes
- * markup: the Logs view puts each segment's text in a span with `textContent`, its colour as a
- * class (the 16 standard colours) or a numeric `rgb()` (256 colours, true colour).
+ * markup: the Logs view puts each segment's text in a span with `textContent`, its colour as the
+ * theme's palette variable (the 16 standard colours) or a numeric `rgb()` (256 colours, true
+ * colour).
  */
 
 /** A piece of a line with one style. */
 export interface IAnsiSegment {
   text: string;
-  /** Foreground: 0–15 (a class), or an `rgb(…)` colour. */
+  /** Foreground: 0–15 (the palette), or an `rgb(…)` colour. */
   fg: number | string | null;
   bg: number | string | null;
   bold: boolean;

@@ -4,7 +4,7 @@
  */
 import { ServerConnection } from '@jupyterlab/services';
 
-import { apiURL, requestAPI } from '../api';
+import { APIError, apiURL, requestAPI } from '../api';
 import { jobPath } from '../workloads/api';
 import { ILogPage, LOG_LEVELS, LogLevel } from './types';
 
@@ -21,6 +21,36 @@ export interface ILogFilters {
   since: number | null;
   /** Unix seconds, exclusive; `null` for none. */
   until: number | null;
+}
+
+/** Filters of a fresh view: node 0, the latest attempt, every level, no text or time range. */
+export function defaultFilters(): ILogFilters {
+  return {
+    node: 0,
+    attempt: null,
+    levels: [...LOG_LEVELS],
+    q: '',
+    since: null,
+    until: null
+  };
+}
+
+/** Whether a page call failed for a reason that retrying will not fix. */
+export function isFinal(error: unknown): boolean {
+  return (
+    error instanceof APIError &&
+    (error.status === 400 || error.status === 403 || error.status === 404)
+  );
+}
+
+/** Whether a call failed because it was aborted (a long-poll no longer needed). */
+export function isAbort(error: unknown): boolean {
+  return (
+    (error instanceof Error && error.name === 'AbortError') ||
+    (typeof DOMException !== 'undefined' &&
+      error instanceof DOMException &&
+      error.name === 'AbortError')
+  );
 }
 
 /** What one page call asks for besides the filters. */

@@ -3,7 +3,9 @@
  * ANSI colours as spans and the search matches as `<mark>`s. Everything is `textContent`:
  * `<img src=x onerror=…>` in a log shows as those characters.
  */
-import { h } from '../gpu/dom';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { h } from '../common/dom';
 import { IAnsiSegment, parseAnsi, stripAnsi } from './ansi';
 import { ILogLine } from './types';
 
@@ -12,7 +14,7 @@ export const MAX_SHOWN_CHARS = 2000;
 /** Characters of a line in its tooltip. */
 export const MAX_TITLE_CHARS = 5000;
 
-/** The level's badge: `INFO`, `WARN`, `ERROR`. */
+/** The level as the clipboard and downloads write it: `INFO`, `WARN`, `ERROR`. */
 export function levelLabel(level: string): string {
   switch (level) {
     case 'error':
@@ -23,6 +25,20 @@ export function levelLabel(level: string): string {
       return 'INFO';
     default:
       return String(level || '').toUpperCase();
+  }
+}
+
+/** The level's badge on a row, in the view's language. */
+export function levelBadge(trans: TranslationBundle, level: string): string {
+  switch (level) {
+    case 'error':
+      return trans.__('ERROR');
+    case 'warning':
+      return trans.__('WARN');
+    case 'info':
+      return trans.__('INFO');
+    default:
+      return levelLabel(level);
   }
 }
 
@@ -75,15 +91,9 @@ export function matchRanges(
   return ranges;
 }
 
-/** The class of a segment's span (its colours and styles), `''` for plain text. */
+/** The class of a segment's span (its styles), `''` for plain text. */
 function segmentClass(segment: IAnsiSegment): string {
   const classes: string[] = [];
-  if (typeof segment.fg === 'number') {
-    classes.push(`jp-air-ansi-fg${segment.fg}`);
-  }
-  if (typeof segment.bg === 'number') {
-    classes.push(`jp-air-ansi-bg${segment.bg}`);
-  }
   if (segment.bold) {
     classes.push('jp-air-ansi-bold');
   }
@@ -97,6 +107,17 @@ function segmentClass(segment: IAnsiSegment): string {
     classes.push('jp-air-ansi-underline');
   }
   return classes.join(' ');
+}
+
+/**
+ * A segment's colour as CSS: one of the 16 terminal colours is the theme's palette variable
+ * (`var(--jp-air-ansi-1)`, see logs.css), others (256 colours, true colour) their `rgb(…)`.
+ */
+function segmentColor(color: number | string | null): string | null {
+  if (typeof color === 'number') {
+    return `var(--jp-air-ansi-${color})`;
+  }
+  return typeof color === 'string' ? color : null;
 }
 
 /** A piece of a segment: a text node, or a `<mark>` for a match. */
@@ -159,17 +180,20 @@ export function renderLineText(
       }
     }
     const className = segmentClass(segment);
-    const fg = typeof segment.fg === 'string' ? segment.fg : null;
-    const bg = typeof segment.bg === 'string' ? segment.bg : null;
+    const fg = segmentColor(segment.fg);
+    const bg = segmentColor(segment.bg);
     if (!className && fg === null && bg === null) {
       nodes.push(...parts);
     } else {
       const span = h('span', className || undefined);
+      // the colours go in custom properties that logs.css applies (.jp-air-ansi-fg, -bg)
       if (fg !== null) {
-        span.style.color = fg;
+        span.classList.add('jp-air-ansi-fg');
+        span.style.setProperty('--jp-air-ansi-fg', fg);
       }
       if (bg !== null) {
-        span.style.backgroundColor = bg;
+        span.classList.add('jp-air-ansi-bg');
+        span.style.setProperty('--jp-air-ansi-bg', bg);
       }
       span.append(...parts);
       nodes.push(span);
@@ -183,6 +207,8 @@ export function renderLineText(
 
 /** A row's elements. */
 export interface ILineRow {
+  /** The view's strings. */
+  trans: TranslationBundle;
   node: HTMLDivElement;
   time: HTMLSpanElement;
   level: HTMLSpanElement;
@@ -196,7 +222,7 @@ export interface ILineRow {
 }
 
 /** An empty row. */
-export function createRow(): ILineRow {
+export function createRow(trans: TranslationBundle): ILineRow {
   const node = h('div', 'jp-air-logs-row');
   const time = h('span', 'jp-air-logs-time');
   const level = h('span', 'jp-air-logs-level');
@@ -205,6 +231,7 @@ export function createRow(): ILineRow {
   const text = h('span', 'jp-air-logs-text');
   node.append(time, level, stream, attempt, text);
   return {
+    trans,
     node,
     time,
     level,
@@ -228,11 +255,13 @@ export function updateRow(
   pattern: RegExp | null,
   attemptStart: boolean
 ): void {
+  const trans = row.trans;
+  const marker = attemptStart ? trans.__('attempt %1', line.attempt) : '';
   row.index = index;
   row.node.dataset.index = String(index);
   if (row.line === line && row.pattern === pattern) {
     row.node.classList.toggle('jp-mod-attempt-start', attemptStart);
-    row.attempt.textContent = attemptStart ? `attempt ${line.attempt}` : '';
+    row.attempt.textContent = marker;
     return;
   }
   row.line = line;
@@ -243,14 +272,19 @@ export function updateRow(
   row.node.classList.toggle('jp-mod-attempt-start', attemptStart);
   row.time.textContent = formatLineTime(line.t);
   row.time.title = String(line.t);
-  row.level.textContent = levelLabel(level);
-  row.stream.textContent = line.stream === 'stderr' ? 'err' : '';
-  row.stream.title = line.stream === 'stderr' ? 'Written on stderr' : '';
-  row.attempt.textContent = attemptStart ? `attempt ${line.attempt}` : '';
+  row.level.textContent = levelBadge(trans, level);
+  const stderr = line.stream === 'stderr';
+  row.stream.textContent = stderr ? trans.__('err') : '';
+  row.stream.title = stderr ? trans.__('Written on stderr') : '';
+  row.attempt.textContent = marker;
   renderLineText(row.text, String(line.text ?? ''), pattern);
   const plainText = stripAnsi(String(line.text ?? ''));
   row.text.title =
     plainText.length > MAX_TITLE_CHARS
-      ? `${plainText.slice(0, MAX_TITLE_CHARS)}… (${plainText.length} characters: click to see the whole line)`
+      ? trans.__(
+          '%1… (%2 characters: click to see the whole line)',
+          plainText.slice(0, MAX_TITLE_CHARS),
+          plainText.length
+        )
       : plainText;
 }

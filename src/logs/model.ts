@@ -11,21 +11,33 @@
  *   not paused, one long-poll at a time asks for lines after `next` (`wait=25`): the server
  *   answers as soon as there is one. Following the latest attempt goes on into retries. Pausing
  *   (the user scrolled up), hiding the view or changing a filter aborts the poll in flight.
- * - At most `maxLines` lines are kept: the oldest are dropped when newer ones arrive (the cursor
- *   before the first kept line stays, to load them again), the newest when older pages load.
+ * - At most `maxLines` lines are kept (line-window.ts): the oldest are dropped when newer ones
+ *   arrive (the cursor before the first kept line stays, to load them again), the newest when
+ *   older pages load.
  * - A 403 (no access to the logs) stops everything and keeps the server's message to show; a
- *   404, a bad filter (400) likewise; other failures retry after a few seconds.
+ *   404, a bad filter (400) likewise; other failures retry after a few seconds, backing off.
+ *
+ * Reading the tail is a `Poller` (common/poller.ts), following a `LogsFollower` (follower.ts,
+ * on a `Poller` too): one call at a time, nothing while hidden, the retry delay growing while the
+ * server fails.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { APIError } from '../api';
-import { ITimers, windowTimers } from '../common/timers';
-import { describeError } from '../mlflow/api';
+import { APIError, describeError } from '../api';
+import { Poller } from '../common/poller';
 import { fetchJob } from '../workloads/api';
-import { nodeCount } from '../workloads/format';
 import { IJob, isActiveStatus } from '../workloads/types';
-import { ILogFilters, ILogsCursor, fetchLogs } from './api';
+import {
+  ILogFilters,
+  ILogsCursor,
+  defaultFilters,
+  fetchLogs,
+  isFinal
+} from './api';
+import { LogsFollower } from './follower';
+import { JobFetcher, LogsJobInfo } from './job-info';
+import { LineWindow } from './line-window';
 import { ILogLine, ILogPage, LOG_LEVELS, LogLevel } from './types';
 
 /** Lines per page. */
@@ -66,48 +78,50 @@ export type LogsFetcher = (
   signal?: AbortSignal
 ) => Promise<ILogPage>;
 
-export type JobFetcher = (id: string) => Promise<IJob>;
-
-/** Filters of a fresh view: node 0, the latest attempt, every level, no text or time range. */
-export function defaultFilters(): ILogFilters {
-  return {
-    node: 0,
-    attempt: null,
-    levels: [...LOG_LEVELS],
-    q: '',
-    since: null,
-    until: null
-  };
-}
-
-/** Whether a page call failed for a reason that retrying will not fix. */
-function isFinal(error: unknown): boolean {
-  return (
-    error instanceof APIError &&
-    (error.status === 400 || error.status === 403 || error.status === 404)
-  );
-}
-
-function isAbort(error: unknown): boolean {
-  return (
-    (error instanceof Error && error.name === 'AbortError') ||
-    (typeof DOMException !== 'undefined' &&
-      error instanceof DOMException &&
-      error.name === 'AbortError')
-  );
-}
-
 export class LogsModel implements IDisposable {
   constructor(options: LogsModel.IOptions) {
     this.jobId = options.jobId;
     this._fetchLogs = options.fetchLogs ?? fetchLogs;
-    this._fetchJob = options.fetchJob ?? fetchJob;
-    this._timers = options.timers ?? windowTimers;
+    this._jobInfo = new LogsJobInfo(
+      this.jobId,
+      options.fetchJob ?? fetchJob,
+      () => this._emit('state')
+    );
     this._pageSize = options.pageSize ?? PAGE_SIZE;
-    this._maxLines = Math.max(options.maxLines ?? MAX_LINES, this._pageSize);
+    this._window = new LineWindow(
+      Math.max(options.maxLines ?? MAX_LINES, this._pageSize)
+    );
     this._waitS = options.waitS ?? WAIT_S;
-    this._retryMs = options.retryMs ?? RETRY_MS;
+    const retryMs = options.retryMs ?? RETRY_MS;
     this._filters = { ...defaultFilters(), ...(options.filters ?? {}) };
+    // the tail: read once per filter; retried (backing off) while the read fails
+    this._tail = new Poller({
+      name: 'jupyter-air:logs-tail',
+      poll: () => this._readTail(),
+      interval: () => null,
+      retryMs,
+      standby: 'never'
+    });
+    this._follow = new LogsFollower({
+      after: () => this._window.next,
+      read: (after, signal) =>
+        this._fetchLogs(
+          this.jobId,
+          this._filters,
+          { after, limit: this._pageSize, wait: this._waitS },
+          signal
+        ),
+      answered: page => {
+        this._append(page);
+        return !this._window.complete && this._window.next !== null;
+      },
+      failed: error => {
+        this._failed(error);
+        return !isFinal(error);
+      },
+      stopped: () => this._emit('state'),
+      retryMs
+    });
   }
 
   /** The job run whose logs these are. */
@@ -135,7 +149,7 @@ export class LogsModel implements IDisposable {
 
   /** The lines held, oldest first. */
   get lines(): readonly ILogLine[] {
-    return this._lines;
+    return this._window.lines;
   }
 
   get state(): LogsState {
@@ -149,48 +163,45 @@ export class LogsModel implements IDisposable {
 
   /** The job run (for the node and attempt choices), `null` until known. */
   get job(): IJob | null {
-    return this._job;
+    return this._jobInfo.job;
   }
 
   /** How many nodes the job run has. */
   get nodes(): number {
-    return nodeCount(this._job);
+    return this._jobInfo.nodes;
   }
 
   /** How many attempts the job run has so far. */
   get attempts(): number {
-    const fromJob = Array.isArray(this._job?.attempts)
-      ? this._job!.attempts.length
-      : 0;
-    return Math.max(fromJob, this._attempts);
+    return this._jobInfo.attempts;
   }
 
   /** The job run's status, as the last answer said. */
   get jobStatus(): string {
-    return this._jobStatus || String(this._job?.status ?? '');
+    return this._jobInfo.status;
   }
 
   /** The attempt the last answer read. */
   get attempt(): number {
-    return this._attempt;
+    return this._jobInfo.attempt;
   }
 
   /** Whether no line will ever be written after the last one held. */
   get complete(): boolean {
-    return this._complete;
+    return this._window.complete;
   }
 
   /** Whether older lines can be loaded. */
   get hasOlder(): boolean {
-    return this._prev !== null;
+    return this._window.prev !== null;
   }
 
   /** Whether newer lines than the last held exist for sure (dropped to load older ones). */
   get hasNewer(): boolean {
-    return this._endTrimmed;
+    return this._window.endTrimmed;
   }
 
-  /** Whether lines are being read in one direction or the other. */
+  /** Whether older lines are being read. */
   get loadingOlder(): boolean {
     return this._loadingOlder;
   }
@@ -202,12 +213,17 @@ export class LogsModel implements IDisposable {
 
   /** Whether new lines are being waited for now. */
   get following(): boolean {
-    return this._loop !== null && !this._paused;
+    return this._follow.isStarted && !this._paused;
   }
 
   /** Whether the job may still write lines the view would follow. */
   get live(): boolean {
-    return !this._complete && isActiveStatus(this.jobStatus);
+    return !this.complete && isActiveStatus(this.jobStatus);
+  }
+
+  /** Whether the logs of the job were purged (as the last answer said). */
+  get purged(): boolean {
+    return this._jobInfo.purged;
   }
 
   get isStarted(): boolean {
@@ -224,13 +240,13 @@ export class LogsModel implements IDisposable {
       return;
     }
     this._started = true;
-    if (this._job === null) {
-      void this._loadJob();
+    if (this._jobInfo.job === null) {
+      void this._jobInfo.load();
     }
     if (!this._loaded) {
-      void this._reset();
+      this._reset();
     } else {
-      this._ensureLoop();
+      this._ensureFollowing();
     }
   }
 
@@ -240,7 +256,8 @@ export class LogsModel implements IDisposable {
       return;
     }
     this._started = false;
-    this._stopLoop();
+    this._tail.stop();
+    this._stopFollowing();
   }
 
   /** Change filters: the lines are read again from the tail. */
@@ -253,7 +270,7 @@ export class LogsModel implements IDisposable {
     }
     this._filters = next;
     this._paused = false;
-    void this._reset();
+    this._reset();
   }
 
   /** Show or hide one level. */
@@ -270,7 +287,7 @@ export class LogsModel implements IDisposable {
       return;
     }
     this._paused = true;
-    this._stopLoop();
+    this._stopFollowing();
     this._emit('state');
   }
 
@@ -283,12 +300,12 @@ export class LogsModel implements IDisposable {
       return;
     }
     this._paused = false;
-    if (this._endTrimmed) {
-      void this._reset();
+    if (this._window.endTrimmed) {
+      this._reset();
       return;
     }
     this._emit('state');
-    this._ensureLoop();
+    this._ensureFollowing();
   }
 
   /**
@@ -296,7 +313,7 @@ export class LogsModel implements IDisposable {
    * user is reading older ones), else follow again.
    */
   reachedBottom(): void {
-    if (this._endTrimmed) {
+    if (this._window.endTrimmed) {
       void this.loadNewer();
     } else {
       this.resume();
@@ -305,78 +322,44 @@ export class LogsModel implements IDisposable {
 
   /** Load the page after the last line held (no waiting). Resolves when done. */
   async loadNewer(): Promise<void> {
+    const next = this._window.next;
     if (
-      this._next === null ||
+      next === null ||
       this._loadingNewer ||
-      this._loop !== null ||
+      this._follow.isStarted ||
       this._isDisposed ||
       this._state !== 'lines'
     ) {
       return;
     }
-    const generation = this._generation;
     this._loadingNewer = true;
-    try {
-      const page = await this._fetchLogs(this.jobId, this._filters, {
-        after: this._next,
-        limit: this._pageSize
-      });
-      if (generation !== this._generation || this._isDisposed) {
-        return;
-      }
-      this._loadingNewer = false;
+    const page = await this._read({ after: next, limit: this._pageSize });
+    this._loadingNewer = false;
+    if (page !== null) {
       this._append(page);
-    } catch (error) {
-      if (generation !== this._generation || this._isDisposed) {
-        return;
-      }
-      this._loadingNewer = false;
-      this._failed(error);
     }
   }
 
   /** Load the page before the first line held. Resolves when done (or nothing to do). */
   async loadOlder(): Promise<void> {
+    const prev = this._window.prev;
     if (
-      this._prev === null ||
+      prev === null ||
       this._loadingOlder ||
       this._isDisposed ||
       this._state !== 'lines'
     ) {
       return;
     }
-    const generation = this._generation;
     this._loadingOlder = true;
     this._emit('state');
-    try {
-      const page = await this._fetchLogs(this.jobId, this._filters, {
-        before: this._prev,
-        limit: this._pageSize
-      });
-      if (generation !== this._generation || this._isDisposed) {
-        return;
-      }
-      this._loadingOlder = false;
+    const page = await this._read({ before: prev, limit: this._pageSize });
+    this._loadingOlder = false;
+    if (page !== null) {
       this._notePage(page);
-      const lines = Array.isArray(page.lines) ? page.lines : [];
-      this._prev = page.prev ?? null;
-      this._lines = lines.concat(this._lines);
-      let removed = 0;
-      if (this._lines.length > this._maxLines) {
-        removed = this._lines.length - this._maxLines;
-        this._lines.length = this._maxLines;
-        this._next = this._lines[this._lines.length - 1].pos;
-        this._endTrimmed = true;
-        this._complete = false;
-      }
+      const { added, removed } = this._window.prepend(page);
       this._error = null;
-      this._emit('prepend', lines.length, removed);
-    } catch (error) {
-      if (generation !== this._generation || this._isDisposed) {
-        return;
-      }
-      this._loadingOlder = false;
-      this._failed(error);
+      this._emit('prepend', added, removed);
     }
   }
 
@@ -387,205 +370,120 @@ export class LogsModel implements IDisposable {
     this._isDisposed = true;
     this._started = false;
     this._generation++;
-    this._stopLoop();
+    this._jobInfo.dispose();
+    this._tail.dispose();
+    this._stopFollowing();
+    this._follow.dispose();
     Signal.clearData(this);
   }
 
-  /** Read the tail again (first load, filter change). */
-  private async _reset(): Promise<void> {
-    const generation = ++this._generation;
-    this._stopLoop();
-    this._lines = [];
-    this._prev = null;
-    this._next = null;
-    this._complete = false;
-    this._endTrimmed = false;
+  /**
+   * One page for the current filters: `null` when the filters changed (or the model went away)
+   * meanwhile, or the call failed (recorded for the view).
+   */
+  private async _read(cursor: ILogsCursor): Promise<ILogPage | null> {
+    const generation = this._generation;
+    try {
+      const page = await this._fetchLogs(this.jobId, this._filters, cursor);
+      return generation === this._generation && !this._isDisposed ? page : null;
+    } catch (error) {
+      if (generation === this._generation && !this._isDisposed) {
+        this._failed(error);
+      }
+      return null;
+    }
+  }
+
+  /** Forget the lines and read the tail again (first load, filter change). */
+  private _reset(): void {
+    this._generation++;
+    this._stopFollowing();
+    this._tail.stop();
+    this._window.clear();
     this._loadingOlder = false;
     this._loadingNewer = false;
     this._loaded = false;
     this._state = 'loading';
     this._error = null;
     this._emit('reset');
-    if (!this._started) {
-      return; // read when shown
+    if (this._started) {
+      this._tail.start(); // read when shown
     }
+  }
+
+  /** One read of the tail; a failure that retrying may fix is rethrown (the poller retries). */
+  private async _readTail(): Promise<void> {
+    const generation = this._generation;
+    let page: ILogPage;
     try {
-      const page = await this._fetchLogs(this.jobId, this._filters, {
+      page = await this._fetchLogs(this.jobId, this._filters, {
         tail: true,
         limit: this._pageSize
       });
-      if (generation !== this._generation || this._isDisposed) {
-        return;
-      }
-      this._notePage(page);
-      this._lines = Array.isArray(page.lines) ? page.lines.slice() : [];
-      this._prev = page.prev ?? null;
-      this._next = page.next;
-      this._complete = page.complete === true;
-      this._loaded = true;
-      this._state = this._stateOf(page);
-      this._emit('reset');
-      this._ensureLoop();
     } catch (error) {
       if (generation !== this._generation || this._isDisposed) {
         return;
       }
       this._failed(error);
-      if (!isFinal(error) && this._started) {
-        // try again later (while shown)
-        this._retry = this._timers.setTimeout(() => {
-          this._retry = null;
-          if (generation === this._generation && this._started) {
-            void this._reset();
-          }
-        }, this._retryMs);
+      if (isFinal(error)) {
+        this._tail.stop();
+        return;
       }
+      throw error;
     }
+    if (generation !== this._generation || this._isDisposed) {
+      return;
+    }
+    this._tail.stop();
+    this._notePage(page);
+    this._window.reset(page);
+    this._loaded = true;
+    this._state = this._stateOf(page);
+    this._emit('reset');
+    this._ensureFollowing();
   }
 
-  /** Start the follow loop when it should run and does not. */
-  private _ensureLoop(): void {
+  /** Start following when it should and does not. */
+  private _ensureFollowing(): void {
     if (
-      this._loop !== null ||
+      this._follow.isStarted ||
       !this._started ||
       this._paused ||
       this._isDisposed ||
       !this._loaded ||
-      this._complete ||
-      this._endTrimmed ||
-      this._next === null ||
+      this._window.complete ||
+      this._window.endTrimmed ||
+      this._window.next === null ||
       (this._state !== 'lines' && this._state !== 'empty')
     ) {
       return;
     }
-    const controller =
-      typeof AbortController !== 'undefined' ? new AbortController() : null;
-    this._controller = controller;
-    const generation = this._generation;
-    const loop = this._follow(generation, controller).finally(() => {
-      if (this._loop === loop) {
-        this._loop = null;
-        this._controller = null;
-      }
-    });
-    this._loop = loop;
+    this._follow.start();
     this._emit('state');
   }
 
-  private _stopLoop(): void {
-    this._loopGeneration++;
-    this._controller?.abort();
-    this._controller = null;
-    this._loop = null;
-    if (this._retry !== null) {
-      this._timers.clearTimeout(this._retry);
-      this._retry = null;
-    }
-    const wake = this._wake;
-    this._wake = null;
-    wake?.();
-  }
-
-  /** Wait `ms` (a retry); `_stopLoop` ends the wait early. */
-  private _sleep(ms: number): Promise<void> {
-    return new Promise<void>(resolve => {
-      this._wake = resolve;
-      this._retry = this._timers.setTimeout(() => {
-        this._retry = null;
-        this._wake = null;
-        resolve();
-      }, ms);
-    });
-  }
-
-  /** Long-poll for lines after `next` until complete, paused, hidden, reset or disposed. */
-  private async _follow(
-    generation: number,
-    controller: AbortController | null
-  ): Promise<void> {
-    const loopGeneration = this._loopGeneration;
-    const current = () =>
-      generation === this._generation &&
-      loopGeneration === this._loopGeneration &&
-      !this._isDisposed &&
-      this._started &&
-      !this._paused;
-    while (current() && !this._complete && this._next !== null) {
-      let page: ILogPage;
-      try {
-        page = await this._fetchLogs(
-          this.jobId,
-          this._filters,
-          { after: this._next, limit: this._pageSize, wait: this._waitS },
-          controller?.signal
-        );
-      } catch (error) {
-        if (!current() || isAbort(error)) {
-          return;
-        }
-        this._failed(error);
-        if (isFinal(error)) {
-          return;
-        }
-        await this._sleep(this._retryMs);
-        continue;
-      }
-      if (!current()) {
-        return;
-      }
-      this._append(page);
-    }
+  /** Stop following: the long-poll in flight is aborted. */
+  private _stopFollowing(): void {
+    this._follow.stop();
   }
 
   private _append(page: ILogPage): void {
     this._notePage(page);
-    const lines = Array.isArray(page.lines) ? page.lines : [];
-    const wasEmpty = this._lines.length === 0;
-    if (lines.length) {
-      this._lines.push(...lines);
-    }
-    if (page.next) {
-      this._next = page.next;
-    }
-    this._complete = page.complete === true;
-    if (!page.more) {
-      this._endTrimmed = false;
-    }
-    let removed = 0;
-    if (this._lines.length > this._maxLines) {
-      removed = this._lines.length - this._maxLines;
-      this._prev = this._lines[removed - 1].pos;
-      this._lines.splice(0, removed);
-    } else if (wasEmpty && lines.length && this._prev === null) {
-      this._prev = page.prev ?? null;
-    }
+    const { added, removed } = this._window.append(page);
     this._error = null;
     if (this._state === 'empty' || this._state === 'error') {
-      this._state = this._lines.length ? 'lines' : this._stateOf(page);
+      this._state = this._stateOf(page);
     }
-    this._emit('append', lines.length, removed);
+    this._emit('append', added, removed);
   }
 
-  /** What a page says about the job. */
+  /** What a page says about the job (a new status while shown: the job run is read again). */
   private _notePage(page: ILogPage): void {
-    if (typeof page.job_status === 'string' && page.job_status) {
-      const changed = page.job_status !== this._jobStatus;
-      this._jobStatus = page.job_status;
-      if (changed && this._job !== null && this._started) {
-        void this._loadJob(); // new attempts, ended times
-      }
-    }
-    if (typeof page.attempts === 'number') {
-      this._attempts = page.attempts;
-    }
-    if (typeof page.attempt === 'number') {
-      this._attempt = page.attempt;
-    }
-    this._purged = page.purged === true;
+    this._jobInfo.notePage(page, this._started);
   }
 
   private _stateOf(page: ILogPage): LogsState {
-    if (this._lines.length > 0) {
+    if (this._window.lines.length > 0) {
       return 'lines';
     }
     return page.purged ? 'purged' : 'empty';
@@ -608,63 +506,30 @@ export class LogsModel implements IDisposable {
     this._emit('state');
   }
 
-  private async _loadJob(): Promise<void> {
-    try {
-      const job = await this._fetchJob(this.jobId);
-      if (this._isDisposed) {
-        return;
-      }
-      this._job = job;
-      this._emit('state');
-    } catch {
-      // the page answers say enough (status, attempts); the node count stays 1
-    }
-  }
-
   private _emit(kind: ILogsChange['kind'], added = 0, removed = 0): void {
     if (!this._isDisposed) {
       this._changed.emit({ kind, added, removed });
     }
   }
 
-  /** Whether the logs of the job were purged (as the last answer said). */
-  get purged(): boolean {
-    return this._purged;
-  }
-
   private readonly _changed = new Signal<this, ILogsChange>(this);
   private readonly _fetchLogs: LogsFetcher;
-  private readonly _fetchJob: JobFetcher;
-  private readonly _timers: ITimers;
+  private readonly _jobInfo: LogsJobInfo;
   private readonly _pageSize: number;
-  private readonly _maxLines: number;
   private readonly _waitS: number;
-  private readonly _retryMs: number;
+  private readonly _window: LineWindow;
+  private readonly _tail: Poller;
+  private readonly _follow: LogsFollower;
   private _filters: ILogFilters;
-  private _lines: ILogLine[] = [];
-  private _prev: string | null = null;
-  private _next: string | null = null;
-  private _complete = false;
-  private _endTrimmed = false;
   private _loaded = false;
   private _loadingOlder = false;
   private _loadingNewer = false;
   private _state: LogsState = 'loading';
   private _error: string | null = null;
-  private _job: IJob | null = null;
-  private _jobStatus = '';
-  private _attempts = 0;
-  private _attempt = 0;
-  private _purged = false;
   private _paused = false;
   private _started = false;
   private _isDisposed = false;
   private _generation = 0;
-  private _loopGeneration = 0;
-  private _loop: Promise<void> | null = null;
-  private _controller: AbortController | null = null;
-  private _retry: unknown = null;
-  private _wake: (() => void) | null = null;
 }
 
 export namespace LogsModel {
@@ -676,10 +541,10 @@ export namespace LogsModel {
     fetchLogs?: LogsFetcher;
     /** Calls `GET air/api/workloads/{id}`; defaults to the real server. */
     fetchJob?: JobFetcher;
-    timers?: ITimers;
     pageSize?: number;
     maxLines?: number;
     waitS?: number;
+    /** Milliseconds before the first retry after a failed call (then backing off). */
     retryMs?: number;
   }
 }

@@ -6,6 +6,7 @@ import {
   IExperimentsPayload,
   IMlflowStatus,
   IRun,
+  IRunPayload,
   IRunsPayload
 } from './types';
 
@@ -48,12 +49,6 @@ export function fetchRuns(query: IRunsQuery): Promise<IRunsPayload> {
   return requestAPI<IRunsPayload>(`runs?${runsQueryString(query)}`);
 }
 
-/** `GET air/api/runs/<id>`: one run (`run` is `null` while MLflow cannot answer). */
-export interface IRunPayload {
-  mlflow: IMlflowStatus;
-  run: IRun | null;
-}
-
 /**
  * The current status of a run, for a run display: `null` when this server's MLflow has no such
  * run (the display came from elsewhere); throws when MLflow cannot answer now.
@@ -81,14 +76,4 @@ export async function fetchRunState(
 /** `GET air/api/experiments`. */
 export function fetchExperiments(): Promise<IExperimentsPayload> {
   return requestAPI<IExperimentsPayload>('experiments');
-}
-
-/** The text of a failed call: the server's message, with the HTTP status when there was one. */
-export function describeError(error: unknown): string {
-  if (error instanceof APIError) {
-    return error.status
-      ? `${error.message} (HTTP ${error.status})`
-      : error.message;
-  }
-  return error instanceof Error ? error.message : String(error);
 }

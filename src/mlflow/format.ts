@@ -1,35 +1,17 @@
 /**
- * Text of runs: statuses, durations, start times and metric values.
+ * Text of runs and of MLflow: durations, start times, metric values, "MLflow is starting"
+ * (statuses: common/status.ts).
  */
-import { RunStatus } from './types';
+import { TranslationBundle } from '@jupyterlab/translation';
 
-/** Shown where there is nothing. */
-export const NONE = '—';
-
-/** The known statuses, in the order of the status filter. */
-export const RUN_STATUSES = [
-  'RUNNING',
-  'FINISHED',
-  'FAILED',
-  'KILLED'
-] as const;
-
-/** A status in words: `Running`, `Finished`; unknown ones as they came. */
-export function statusLabel(status: RunStatus): string {
-  if (!status) {
-    return 'Unknown';
-  }
-  return status.charAt(0).toUpperCase() + status.slice(1).toLowerCase();
-}
-
-/** The CSS modifier of a status badge: `jp-air-status-running`, `jp-air-status-other`. */
-export function statusClass(status: RunStatus): string {
-  const known = ['RUNNING', 'FINISHED', 'FAILED', 'KILLED', 'SCHEDULED'];
-  return `jp-air-status-${known.includes(status) ? status.toLowerCase() : 'other'}`;
-}
+import { NONE } from '../common/text';
+import { IMlflowStatus, RunStatus } from './types';
 
 /** A run's duration, compact: `45 s`, `3 min 12 s`, `2 h 05 min`, `3 d 4 h`. */
-export function formatRunDuration(ms: number | null): string {
+export function formatRunDuration(
+  trans: TranslationBundle,
+  ms: number | null
+): string {
   if (ms === null || !Number.isFinite(ms)) {
     return NONE;
   }
@@ -39,15 +21,15 @@ export function formatRunDuration(ms: number | null): string {
   const min = Math.floor((total % 3600) / 60);
   const s = total % 60;
   if (d > 0) {
-    return `${d} d ${hours} h`;
+    return trans.__('%1 d %2 h', d, hours);
   }
   if (hours > 0) {
-    return `${hours} h ${String(min).padStart(2, '0')} min`;
+    return trans.__('%1 h %2 min', hours, String(min).padStart(2, '0'));
   }
   if (min > 0) {
-    return `${min} min ${s} s`;
+    return trans.__('%1 min %2 s', min, s);
   }
-  return `${s} s`;
+  return trans.__('%1 s', s);
 }
 
 /**
@@ -114,4 +96,15 @@ export function formatMetric(value: unknown): string {
     return value.toExponential(2).replace(/\.?0+e/, 'e');
   }
   return String(parseFloat(value.toPrecision(4)));
+}
+
+/** "MLflow is starting (12 s)…". */
+export function startingTitle(
+  trans: TranslationBundle,
+  status: Pick<IMlflowStatus, 'elapsed_s'> | null | undefined
+): string {
+  const elapsed = status?.elapsed_s;
+  return typeof elapsed === 'number' && Number.isFinite(elapsed)
+    ? trans.__('MLflow is starting (%1 s)…', Math.max(0, Math.round(elapsed)))
+    : trans.__('MLflow is starting…');
 }

@@ -2,15 +2,16 @@
  * URLs of the MLflow UI, from data a kernel or a notebook file supplied: only `http(s)` URLs and
  * paths are ever put in an `href` or an iframe, and only `#…` fragments are appended to them.
  */
-import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
 
 import { IMlflowStatus } from './types';
 
 /** The embedded MLflow UI on this Jupyter server: `<base_url>air/mlflow/`. */
 export function defaultUiUrl(
-  baseUrl: string = PageConfig.getBaseUrl()
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
 ): string {
-  return URLExt.join(baseUrl, 'air/mlflow/');
+  return URLExt.join(settings.baseUrl, 'air/mlflow/');
 }
 
 /** The page's URL (what relative UI paths resolve against). */

@@ -34,8 +34,16 @@ export interface IMlflowStatus {
   reachable?: boolean;
 }
 
+/** The run statuses the Experiment panel filters on (MLflow also knows SCHEDULED). */
+export const RUN_STATUSES = [
+  'RUNNING',
+  'FINISHED',
+  'FAILED',
+  'KILLED'
+] as const;
+
 /** MLflow run statuses (MLflow also knows SCHEDULED). */
-export type RunStatus = 'RUNNING' | 'FINISHED' | 'FAILED' | 'KILLED' | string;
+export type RunStatus = (typeof RUN_STATUSES)[number] | string;
 
 /** Links of a run, as fragments relative to the MLflow UI (`#/experiments/1/runs/<id>`). */
 export interface IRunLinks {
@@ -60,6 +68,12 @@ export interface IRun {
   metrics: { [name: string]: number };
   tags: { [key: string]: string };
   links: IRunLinks;
+}
+
+/** `GET air/api/runs/<id>`: one run (`run` is `null` while MLflow cannot answer). */
+export interface IRunPayload {
+  mlflow: IMlflowStatus;
+  run: IRun | null;
 }
 
 /** An experiment. */

@@ -1,61 +1,33 @@
 /**
- * Text of job runs: names, statuses, compute, times, durations and why an attempt ended.
+ * Text of job runs: names, compute, times, durations and why an attempt ended (statuses:
+ * common/status.ts).
  */
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { NONE, num } from '../common/text';
 import {
-  NONE,
   formatFullTime,
   formatRunDuration,
   formatStartTime
 } from '../mlflow/format';
 import { IAttempt, ICompute, IJob } from './types';
 
-/** A status in words: `Running`, `Succeeded`; unknown ones as they came. */
-export function jobStatusLabel(status: unknown): string {
-  if (typeof status !== 'string' || !status) {
-    return 'Unknown';
-  }
-  return status.charAt(0).toUpperCase() + status.slice(1).toLowerCase();
-}
-
-/**
- * The CSS modifier of a status badge, sharing the run badges' colours: running in the brand
- * colour, succeeded green, failed red, cancelled orange, pending grey.
- */
-export function jobStatusClass(status: unknown): string {
-  switch (status) {
-    case 'RUNNING':
-      return 'jp-air-status-running';
-    case 'SUCCEEDED':
-      return 'jp-air-status-finished';
-    case 'FAILED':
-      return 'jp-air-status-failed';
-    case 'CANCELLED':
-      return 'jp-air-status-killed';
-    case 'PENDING':
-      return 'jp-air-status-scheduled';
-    default:
-      return 'jp-air-status-other';
-  }
-}
-
-/** A number when it is one, else `null`. */
-export function num(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
 /** What a job asks for: `CPU`, `2 x GPU`, `2 nodes x 1 x H100` (as `air list runs` says it). */
-export function computeText(compute: ICompute | null | undefined): string {
+export function computeText(
+  trans: TranslationBundle,
+  compute: ICompute | null | undefined
+): string {
   const c = compute && typeof compute === 'object' ? compute : {};
   const kind =
     typeof c.accelerator_type === 'string' && c.accelerator_type
       ? c.accelerator_type
-      : 'GPU';
+      : trans.__('GPU');
   const nodes = num(c.num_nodes) ?? 1;
   const each =
     kind.toUpperCase() === 'CPU'
-      ? 'CPU'
-      : `${num(c.num_accelerators) ?? 1} x ${kind}`;
-  return nodes === 1 ? each : `${nodes} nodes x ${each}`;
+      ? trans.__('CPU')
+      : trans.__('%1 x %2', num(c.num_accelerators) ?? 1, kind);
+  return nodes === 1 ? each : trans.__('%1 nodes x %2', nodes, each);
 }
 
 /** The number of nodes of a job (at least 1). */
@@ -98,11 +70,12 @@ export function elapsedMs(
 
 /** A duration from `elapsedMs`, `—` when unknown. */
 export function formatElapsed(
+  trans: TranslationBundle,
   item: { started_at: unknown; ended_at: unknown },
   now: number
 ): string {
   const ms = elapsedMs(item, now);
-  return ms === null ? NONE : formatRunDuration(ms);
+  return ms === null ? NONE : formatRunDuration(trans, ms);
 }
 
 /** A time in unix seconds, compact (`14:03`, `11-29 14:03`); `—` when unknown. */
@@ -118,27 +91,32 @@ export function formatTimeFull(seconds: unknown): string {
 }
 
 /** `1 attempt`, `3 attempts`. */
-export function attemptsText(count: number, active = false): string {
+export function attemptsText(
+  trans: TranslationBundle,
+  count: number,
+  active = false
+): string {
   if (count === 0 && active) {
-    return 'first attempt starting'; // between RUNNING and the attempt's MLflow run
+    // between RUNNING and the attempt's MLflow run
+    return trans.__('first attempt starting');
   }
-  return `${count} attempt${count === 1 ? '' : 's'}`;
+  return trans._n('%1 attempt', '%1 attempts', count);
 }
 
 /** Why an attempt ended: its reason, else its exit code, signal or timeout; `''` when none. */
-export function attemptReason(attempt: IAttempt): string {
+export function attemptReason(
+  trans: TranslationBundle,
+  attempt: IAttempt
+): string {
   if (typeof attempt.reason === 'string' && attempt.reason) {
     return attempt.reason;
   }
   if (attempt.timed_out) {
-    return 'timed out';
+    return trans.__('timed out');
   }
   if (attempt.signal !== null && attempt.signal !== undefined) {
-    return `killed by ${String(attempt.signal)}`;
+    return trans.__('killed by %1', String(attempt.signal));
   }
   const code = num(attempt.exit_code);
-  if (code !== null) {
-    return code === 0 ? 'exited with code 0' : `exited with code ${code}`;
-  }
-  return '';
+  return code === null ? '' : trans.__('exited with code %1', code);
 }

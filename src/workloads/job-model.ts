@@ -1,11 +1,10 @@
 /**
  * The state of a job run's page, without any DOM: the job run (with its YAML), polled every 3 s
- * while it is active and the page is shown, and its cancellation.
+ * while it is active and the page is shown (backing off while the server fails), and its
+ * cancellation.
  */
-import { APIError } from '../api';
+import { APIError, describeError } from '../api';
 import { PolledModel } from '../common/polled-model';
-import { ITimers } from '../common/timers';
-import { describeError } from '../mlflow/api';
 import { cancelJob, fetchJob } from './api';
 import { IJob, isActiveStatus } from './types';
 
@@ -19,7 +18,7 @@ export type JobFetcher = (id: string) => Promise<IJob>;
 
 export class JobModel extends PolledModel {
   constructor(options: JobModel.IOptions = {}) {
-    super(options.timers);
+    super('jupyter-air:job-run');
     this._fetchJob = options.fetchJob ?? fetchJob;
     this._cancelJob = options.cancelJob ?? cancelJob;
   }
@@ -32,11 +31,6 @@ export class JobModel extends PolledModel {
   /** The job run, `null` before the first answer. */
   get job(): IJob | null {
     return this._job;
-  }
-
-  /** The message of the last failed call, `null` once a call succeeds. */
-  get error(): string | null {
-    return this._error;
   }
 
   get state(): JobPageState {
@@ -136,34 +130,37 @@ export class JobModel extends PolledModel {
     this.refreshIfShown();
   }
 
+  protected queryKey(): string {
+    return this._id ?? '';
+  }
+
   protected async poll(): Promise<void> {
     const id = this._id;
     if (this.isDisposed || id === null) {
       return;
     }
+    let job: IJob | null;
     try {
-      const job = await this._fetchJob(id);
-      if (this.isDisposed || id !== this._id) {
-        return;
-      }
-      this._job = job;
-      this._error = null;
-      this._notFound = false;
+      job = await this.answer(() => this._fetchJob(id));
     } catch (error) {
-      if (this.isDisposed || id !== this._id) {
-        return;
-      }
-      this._error = describeError(error);
       this._notFound = error instanceof APIError && error.status === 404;
+      if (this._notFound) {
+        this._changed.emit();
+        return; // a job run that is gone is not asked again
+      }
+      throw error;
     }
-    this._changed.emit();
+    if (job !== null) {
+      this._job = job;
+      this._notFound = false;
+      this._changed.emit();
+    }
   }
 
   private readonly _fetchJob: JobFetcher;
   private readonly _cancelJob: JobFetcher;
   private _id: string | null = null;
   private _job: IJob | null = null;
-  private _error: string | null = null;
   private _notFound = false;
   private _cancelling = false;
   private _cancelError: string | null = null;
@@ -175,7 +172,5 @@ export namespace JobModel {
     fetchJob?: JobFetcher;
     /** Calls `POST air/api/workloads/{id}/cancel`; defaults to the real server. */
     cancelJob?: JobFetcher;
-    /** Timer functions; default to the window's. */
-    timers?: ITimers;
   }
 }

@@ -3,7 +3,10 @@
  * submitted/started/ended times and duration (ticking while it runs). Built once per job id and
  * updated in place on each poll; a click (or Enter) opens the job run's page.
  */
-import { h, setAttr, setHidden, setText } from '../gpu/dom';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { h, setAttr, setHidden, setText } from '../common/dom';
+import { statusClass, statusLabel } from '../common/status';
 import {
   attemptsText,
   computeText,
@@ -11,14 +14,17 @@ import {
   formatElapsed,
   formatTime,
   formatTimeFull,
-  jobName,
-  jobStatusClass,
-  jobStatusLabel
+  jobName
 } from './format';
 import { IJob, isActiveStatus } from './types';
 
 export class JobRow {
-  constructor(jobId: string, onOpen: (row: JobRow) => void) {
+  constructor(
+    trans: TranslationBundle,
+    jobId: string,
+    onOpen: (row: JobRow) => void
+  ) {
+    this._trans = trans;
     this.jobId = jobId;
     this.node = h('li', 'jp-air-wl-job');
     this.node.dataset.jobId = jobId;
@@ -66,15 +72,16 @@ export class JobRow {
 
   /** Show a job run's latest data. */
   update(job: IJob, now: number): void {
+    const trans = this._trans;
     this._job = job;
     const status = String(job.status);
     this.node.dataset.status = status;
     const name = jobName(job);
     setText(this._name, name);
-    setAttr(this.node, 'title', `Open job run ${job.id}`);
+    setAttr(this.node, 'title', trans.__('Open job run %1', job.id));
 
-    setText(this._status, jobStatusLabel(status));
-    const statusClassName = `jp-air-wl-job-status jp-air-badge jp-air-status-badge ${jobStatusClass(status)}`;
+    setText(this._status, statusLabel(trans, status));
+    const statusClassName = `jp-air-wl-job-status jp-air-badge jp-air-status-badge ${statusClass(status)}`;
     if (this._status.className !== statusClassName) {
       this._status.className = statusClassName;
     }
@@ -85,37 +92,36 @@ export class JobRow {
     setAttr(
       this._experiment,
       'title',
-      experiment ? `Experiment ${experiment}` : ''
+      experiment ? trans.__('Experiment %1', experiment) : ''
     );
-    setText(this._compute, computeText(job.compute));
+    setText(this._compute, computeText(trans, job.compute));
     const attempts = Array.isArray(job.attempts) ? job.attempts.length : 0;
     setText(
       this._attempts,
-      attemptsText(
-        attempts,
-        job.status === 'PENDING' || job.status === 'RUNNING'
-      )
+      attemptsText(trans, attempts, isActiveStatus(job.status))
     );
     setAttr(
       this._attempts,
       'title',
       typeof job.max_retries === 'number'
-        ? `${attempts} of at most ${job.max_retries + 1}`
+        ? trans.__('%1 of at most %2', attempts, job.max_retries + 1)
         : ''
     );
 
-    const parts = [`submitted ${formatTime(job.submitted_at, now)}`];
+    const parts = [trans.__('submitted %1', formatTime(job.submitted_at, now))];
     if (job.started_at !== null && job.started_at !== undefined) {
-      parts.push(`started ${formatTime(job.started_at, now)}`);
+      parts.push(trans.__('started %1', formatTime(job.started_at, now)));
     }
     if (job.ended_at !== null && job.ended_at !== undefined) {
-      parts.push(`ended ${formatTime(job.ended_at, now)}`);
+      parts.push(trans.__('ended %1', formatTime(job.ended_at, now)));
     }
     setText(this._times, parts.join(' · '));
     const full = [
-      `Submitted ${formatTimeFull(job.submitted_at)}`,
-      job.started_at ? `Started ${formatTimeFull(job.started_at)}` : '',
-      job.ended_at ? `Ended ${formatTimeFull(job.ended_at)}` : ''
+      trans.__('Submitted %1', formatTimeFull(job.submitted_at)),
+      job.started_at
+        ? trans.__('Started %1', formatTimeFull(job.started_at))
+        : '',
+      job.ended_at ? trans.__('Ended %1', formatTimeFull(job.ended_at)) : ''
     ].filter(Boolean);
     setAttr(this._times, 'title', full.join('\n'));
 
@@ -132,10 +138,11 @@ export class JobRow {
       return;
     }
     const known = elapsedMs(job, now) !== null;
-    setText(this._duration, known ? formatElapsed(job, now) : '');
+    setText(this._duration, known ? formatElapsed(this._trans, job, now) : '');
     setHidden(this._duration, !known);
   }
 
+  private readonly _trans: TranslationBundle;
   private readonly _name: HTMLSpanElement;
   private readonly _status: HTMLSpanElement;
   private readonly _experiment: HTMLSpanElement;

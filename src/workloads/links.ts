@@ -5,7 +5,7 @@
  * MLflow tab through `jupyter-air:open-mlflow`.
  */
 import { CommandIDs, ICommandRunner } from '../commands';
-import { isNewTabClick, newTabLink, setAttr, setHidden } from '../gpu/dom';
+import { isNewTabClick, newTabLink, setAttr, setHidden } from '../common/dom';
 import { safeFragment, safeUiUrl } from '../mlflow/links';
 
 /** The `#…` part of an MLflow UI link, `null` when it has none (or an unsafe one). */

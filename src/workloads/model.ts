@@ -5,13 +5,11 @@
  * - The filters and the page go to the server (`workloads?status=…&experiment=…&limit&offset`),
  *   which answers newest first with the total, so thousands of job runs page cheaply.
  * - While started (the list is shown) it polls: every 3 s while a job run shown is PENDING or
- *   RUNNING (statuses and durations stay live), else every 30 s. Stopped (hidden), nothing is
- *   sent.
+ *   RUNNING (statuses and durations stay live), else every 30 s (backing off while the server
+ *   fails). Stopped (hidden), nothing is sent.
  * - An answer to an older query (the user changed a filter or the page meanwhile) is dropped.
  */
 import { PolledModel } from '../common/polled-model';
-import { ITimers } from '../common/timers';
-import { describeError } from '../mlflow/api';
 import { IWorkloadsQuery, fetchWorkloads } from './api';
 import { IJob, IWorkloadsPage, JOB_STATUSES, isActiveStatus } from './types';
 
@@ -50,7 +48,7 @@ export type WorkloadsFetcher = (
 
 export class WorkloadsModel extends PolledModel {
   constructor(options: WorkloadsModel.IOptions = {}) {
-    super(options.timers);
+    super('jupyter-air:workloads');
     this._fetch = options.fetchWorkloads ?? fetchWorkloads;
     this._pageSize = options.pageSize ?? PAGE_SIZE;
   }
@@ -110,11 +108,6 @@ export class WorkloadsModel extends PolledModel {
 
   get hasNext(): boolean {
     return this._offset + this._pageSize < this.total;
-  }
-
-  /** The message of the last failed call, `null` once a call succeeds. */
-  get error(): string | null {
-    return this._error;
   }
 
   /** Experiment names seen in answers (and the one filtered on), for the filter's choices. */
@@ -181,38 +174,33 @@ export class WorkloadsModel extends PolledModel {
     this.refreshIfShown();
   }
 
+  protected queryKey(): string {
+    return JSON.stringify(this.query);
+  }
+
   protected async poll(): Promise<void> {
     if (this.isDisposed) {
       return;
     }
     const query = this.query;
-    const key = JSON.stringify(query);
-    try {
-      const page = await this._fetch(query);
-      if (this.isDisposed || key !== JSON.stringify(this.query)) {
+    const page = await this.answer(() => this._fetch(query));
+    if (page === null) {
+      return;
+    }
+    this._page = page;
+    for (const job of this.jobs) {
+      if (typeof job.experiment_name === 'string' && job.experiment_name) {
+        this._experiments.add(job.experiment_name);
+      }
+    }
+    // the last page emptied (job runs went away, a filter narrowed): back to the last one
+    if (this.jobs.length === 0 && this._offset > 0 && this.total > 0) {
+      const last =
+        Math.floor((this.total - 1) / this._pageSize) * this._pageSize;
+      if (last < this._offset) {
+        this._queryChanged(last);
         return;
       }
-      this._page = page;
-      this._error = null;
-      for (const job of this.jobs) {
-        if (typeof job.experiment_name === 'string' && job.experiment_name) {
-          this._experiments.add(job.experiment_name);
-        }
-      }
-      // the last page emptied (job runs went away, a filter narrowed): back to the last one
-      if (this.jobs.length === 0 && this._offset > 0 && this.total > 0) {
-        const last =
-          Math.floor((this.total - 1) / this._pageSize) * this._pageSize;
-        if (last < this._offset) {
-          this._queryChanged(last);
-          return;
-        }
-      }
-    } catch (error) {
-      if (this.isDisposed || key !== JSON.stringify(this.query)) {
-        return;
-      }
-      this._error = describeError(error);
     }
     this._changed.emit();
   }
@@ -223,7 +211,6 @@ export class WorkloadsModel extends PolledModel {
   private _experiment: string | null = null;
   private _offset = 0;
   private _page: IWorkloadsPage | null = null;
-  private _error: string | null = null;
   private readonly _experiments = new Set<string>();
 }
 
@@ -231,8 +218,6 @@ export namespace WorkloadsModel {
   export interface IOptions {
     /** Calls `air/api/workloads`; defaults to the real server. */
     fetchWorkloads?: WorkloadsFetcher;
-    /** Timer functions; default to the window's. */
-    timers?: ITimers;
     /** Job runs per page (default 50). */
     pageSize?: number;
   }

@@ -113,8 +113,10 @@ test('search, level and node filters, and the download of what matches', async (
   const rows = logs.locator('.jp-air-logs-row');
   const texts = logs.locator('.jp-air-logs-row .jp-air-logs-text');
   await expect(rows.last()).toContainText('node 0 done green');
-  // colours are spans, markup is text
-  await expect(rows.last().locator('.jp-air-ansi-fg2')).toHaveText('green');
+  // colours are spans in the terminal palette (ANSI green is #00a250), markup is text
+  const green = rows.last().locator('.jp-air-ansi-fg');
+  await expect(green).toHaveText('green');
+  await expect(green).toHaveCSS('color', 'rgb(0, 162, 80)');
   await expect(logs.getByText(`node 0 says ${HOSTILE}`)).toBeVisible();
   expect(await logs.locator('img').count()).toBe(0);
   await expect(

@@ -1,5 +1,5 @@
 /**
- * Small DOM helpers for the views (GPU panel, Experiment panel, run displays, MLflow tab).
+ * Small DOM helpers for every view (side panels, run displays, the MLflow tab, the Logs view).
  *
  * Every view builds its elements once and updates them in place on each poll; these helpers keep
  * that cheap and safe: text goes through `textContent` (data is never parsed as HTML) and nothing
@@ -114,4 +114,59 @@ export function placeInOrder(
     }
     previous = item;
   }
+}
+
+/** Make `items` exactly the children of `parent`, in order (others removed). */
+export function setChildren(
+  parent: HTMLElement,
+  items: readonly HTMLElement[]
+): void {
+  placeInOrder(parent, items);
+  while (parent.childNodes.length > items.length) {
+    parent.lastChild!.remove();
+  }
+}
+
+/** The options of a `<select>` as `[value, label]` pairs, rebuilt only when they changed. */
+export function setOptions(
+  select: HTMLSelectElement,
+  entries: readonly (readonly [string, string])[]
+): void {
+  const same =
+    select.options.length === entries.length &&
+    entries.every(
+      ([value, label], i) =>
+        select.options[i].value === value && select.options[i].text === label
+    );
+  if (!same) {
+    select.replaceChildren(
+      ...entries.map(([value, label]) => {
+        const option = h('option', undefined, label);
+        option.value = value;
+        return option;
+      })
+    );
+  }
+}
+
+/** Select `value` in a `<select>` (nothing when it is already selected). */
+export function setValue(
+  el: HTMLSelectElement | HTMLInputElement,
+  value: string
+): void {
+  if (el.value !== value) {
+    el.value = value;
+  }
+}
+
+/** A `<label>` with its text above (or before) a control. */
+export function labelled(
+  className: string,
+  textClassName: string,
+  text: string,
+  control: HTMLElement
+): HTMLLabelElement {
+  const label = h('label', className);
+  label.append(h('span', textClassName, text), control);
+  return label;
 }

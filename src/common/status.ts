@@ -1,0 +1,57 @@
+/**
+ * Statuses in words and colours, for MLflow runs (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED)
+ * and job runs (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED) alike: the run displays, the
+ * Experiment and Workloads panels and the Logs view say and colour them the same way.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+
+/** A status in words: `Running`, `Succeeded`; an unknown one as it came (capitalised). */
+export function statusLabel(trans: TranslationBundle, status: unknown): string {
+  switch (status) {
+    case 'RUNNING':
+      return trans.__('Running');
+    case 'FINISHED':
+      return trans.__('Finished');
+    case 'FAILED':
+      return trans.__('Failed');
+    case 'KILLED':
+      return trans.__('Killed');
+    case 'SCHEDULED':
+      return trans.__('Scheduled');
+    case 'PENDING':
+      return trans.__('Pending');
+    case 'SUCCEEDED':
+      return trans.__('Succeeded');
+    case 'CANCELLED':
+      return trans.__('Cancelled');
+    default:
+      if (typeof status !== 'string' || !status) {
+        return trans.__('Unknown');
+      }
+      return status.charAt(0).toUpperCase() + status.slice(1).toLowerCase();
+  }
+}
+
+/**
+ * The CSS modifier of a status badge: running in the brand colour, finished (succeeded) green,
+ * failed red, killed (cancelled) orange, scheduled (pending) grey; `jp-air-status-other` else.
+ */
+export function statusClass(status: unknown): string {
+  switch (status) {
+    case 'RUNNING':
+      return 'jp-air-status-running';
+    case 'FINISHED':
+    case 'SUCCEEDED':
+      return 'jp-air-status-finished';
+    case 'FAILED':
+      return 'jp-air-status-failed';
+    case 'KILLED':
+    case 'CANCELLED':
+      return 'jp-air-status-killed';
+    case 'SCHEDULED':
+    case 'PENDING':
+      return 'jp-air-status-scheduled';
+    default:
+      return 'jp-air-status-other';
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The facts of a job run's page: experiment, command, compute, attempts and retries, timeout,
+ * working folder, where it was submitted from, by whom and when it started and ended; and the
+ * workload YAML as it was submitted (or why there is none).
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { h, setHidden, setText } from '../common/dom';
+import { NONE } from '../common/text';
+import {
+  attemptsText,
+  commandText,
+  computeText,
+  formatTimeFull
+} from './format';
+import { IJob } from './types';
+
+export class JobFacts {
+  constructor(trans: TranslationBundle) {
+    this._trans = trans;
+    this.yaml = [
+      h('h4', 'jp-air-wl-section', trans.__('Workload YAML')),
+      this._yaml,
+      this._noYaml
+    ];
+  }
+
+  /** The facts (a description list). */
+  readonly facts = h('dl', 'jp-air-wl-facts');
+  /** The YAML's title, the YAML, and why there is none. */
+  readonly yaml: readonly HTMLElement[];
+
+  /** What the job run runs, where, with what, and when. */
+  render(job: IJob): void {
+    const trans = this._trans;
+    const attempts = Array.isArray(job.attempts) ? job.attempts.length : 0;
+    const facts: [string, string][] = [
+      [trans.__('Experiment'), job.experiment_name || NONE],
+      [trans.__('Command'), commandText(job.command) || NONE],
+      [trans.__('Compute'), computeText(trans, job.compute)],
+      [
+        trans.__('Attempts'),
+        typeof job.max_retries === 'number'
+          ? trans.__(
+              '%1 (retries: %2)',
+              attemptsText(trans, attempts),
+              job.max_retries
+            )
+          : attemptsText(trans, attempts)
+      ],
+      [
+        trans.__('Timeout'),
+        typeof job.timeout_minutes === 'number'
+          ? trans.__('%1 min per attempt', job.timeout_minutes)
+          : trans.__('none')
+      ],
+      [trans.__('Working folder'), job.working_dir || NONE],
+      [
+        trans.__('Submitted from'),
+        job.notebook || job.spec_path || job.source || NONE
+      ],
+      [trans.__('User'), job.user || NONE],
+      [trans.__('Submitted'), formatTimeFull(job.submitted_at) || NONE],
+      [trans.__('Started'), formatTimeFull(job.started_at) || NONE],
+      [trans.__('Ended'), formatTimeFull(job.ended_at) || NONE]
+    ];
+    this._renderYaml(job);
+    const key = JSON.stringify(facts);
+    if (key === this._key) {
+      return;
+    }
+    this._key = key;
+    this.facts.replaceChildren(
+      ...facts.flatMap(([term, value]) => {
+        const dd = h('dd', undefined, value);
+        dd.title = value;
+        return [h('dt', undefined, term), dd];
+      })
+    );
+  }
+
+  /** The YAML as submitted, or why there is none. */
+  private _renderYaml(job: IJob): void {
+    const trans = this._trans;
+    const yaml = typeof job.spec_yaml === 'string' ? job.spec_yaml : '';
+    setText(this._yaml, yaml);
+    setHidden(this._yaml, !yaml);
+    const noYaml = yaml
+      ? ''
+      : !job.spec_path && job.source === 'magic'
+        ? trans.__(
+            'Submitted from a notebook cell (%1); it runs: %2',
+            '%%air_run',
+            commandText(job.command)
+          )
+        : trans.__('No YAML was kept for this job run.');
+    setText(this._noYaml, noYaml);
+    setHidden(this._noYaml, !noYaml);
+  }
+
+  private readonly _trans: TranslationBundle;
+  private readonly _yaml = h('pre', 'jp-air-wl-yaml');
+  private readonly _noYaml = h('div', 'jp-air-wl-no-yaml');
+  private _key = '';
+}
