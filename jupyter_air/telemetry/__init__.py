@@ -5,7 +5,8 @@ Pure Python with no Jupyter imports, so the same code samples on the Jupyter ser
 nodes. Nothing here touches NVML or starts a thread at import time.
 """
 
-from .backends import GpuBackend, NoGpuBackend, create_backend
+from .backends import create_backend
+from .contract import GpuBackend, NoGpuBackend
 from .history import History
 from .poll_loop import Hold, PollLoop
 from .sampler import Sampler
