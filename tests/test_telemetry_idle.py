@@ -91,8 +91,12 @@ async def test_a_run_holding_the_node_keeps_its_agent_sampling(
         assert held.sampling is True and held.holds == ["workload 0123456789ab"]
         view = json.loads((await jp_fetch("air", "api", "gpu", params={"node": "gpu-a"})).body)
         assert view["held_by"] == ["workload 0123456789ab"]
-    # released, and no panel asks (the request above is older than the idle timeout by then)
-    assert await wait_until(lambda: not record(jp_serverapp, "gpu-a").sampling, timeout=10)
+    # released; the request above counts as a panel asking, until the idle timeout has passed
+    gpu = jp_serverapp.web_app.settings["jupyter_air"]["gpu"]
+    assert await wait_until(lambda: not gpu.poll_loop.watched, timeout=10)
+    reports = agent.reports
+    assert await wait_until(lambda: agent.reports >= reports + 2)  # told so since
+    assert record(jp_serverapp, "gpu-a").sampling is False
     calls = fake.total_calls
     reports = agent.reports
     assert await wait_until(lambda: agent.reports >= reports + 5)

@@ -7,7 +7,6 @@ resource through the server's authorizer. Node agents report through ``gpu_inges
 
 from __future__ import annotations
 
-import json
 import math
 
 import tornado.web
@@ -91,8 +90,7 @@ class GpuNodesHandler(_GpuHandler):
     async def get(self) -> None:
         since = self._since()
         was_idle = await self.gpu.on_overview_request()
-        overview = self.gpu.overview(since, resumed=was_idle)
-        await self._finish(json.dumps(overview.model_dump(mode="json"), separators=(",", ":")))
+        await self._finish(self.gpu.overview(since, resumed=was_idle))
 
 
 def gpu_handlers() -> list[tuple[str, type]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,6 +33,7 @@ from ..telemetry.samples import KernelOwner, Sample
 
 GZIP_MIN_BYTES = 1024
 OFFLOAD_MIN_BYTES = 64 * 1024
+GPU_ROW_FIELDS = frozenset(GpuSummary.model_fields)
 
 
 class NodeConflict(Exception):
@@ -60,6 +60,7 @@ class GpuService:
             history_s=history_s, min_interval_s=interval_s, lost_after_s=lost_after_s
         )
         self.tokens = AgentTokens(data_dir) if data_dir is not None else None
+        self._summaries: dict[str, tuple[tuple[float, float, str], str]] = {}  # overview parts
         self.poll_loop = PollLoop(
             self.sampler.sample,
             self.history,
@@ -159,9 +160,7 @@ class GpuService:
         else:
             head = self._own_payload(resumed)
             entries = self.history.since(since)
-        text = json.dumps(head.model_dump(mode="json"), separators=(",", ":"), allow_nan=False)
-        assert text.endswith('"samples":[]}'), "samples must stay the payload's last field"
-        return text[: -len("]}")] + ",".join(e.wire for e in entries) + "]}"
+        return _splice(head.model_dump_json(), "samples", [e.wire for e in entries])
 
     def _own_payload(self, resumed: bool) -> GpuPayload:
         latest = self.history.latest()
@@ -218,17 +217,19 @@ class GpuService:
             "driver_version": None,
         }
 
-    def overview(self, since: float | None = None, *, resumed: bool = False) -> ClusterOverview:
-        """``GET air/api/gpu/nodes``: every node's latest values and health."""
+    def overview(self, since: float | None = None, *, resumed: bool = False) -> str:
+        """``GET air/api/gpu/nodes`` (a ``ClusterOverview``): every node's latest values and
+        health, sorted by name. Each agent node's part is encoded once per change of what it
+        shows, so a panel polling a large cluster costs a join."""
         now = self.nodes.now()
-        summaries = [self._own_summary()]
+        parts = {self.node: self._own_summary().model_dump_json()}
         for name in self.nodes.names():
             record = self.nodes.get(name)
             assert record is not None
             if since is None or record.changed_since(since, now, self.nodes.lost_after_s):
-                summaries.append(self._agent_summary(record))
+                parts[name] = self._agent_summary_json(record)
         loop = self.poll_loop
-        return ClusterOverview(
+        head = ClusterOverview(
             now=round(now, 3),
             since=since,
             interval_s=loop.interval_s,
@@ -238,8 +239,9 @@ class GpuService:
             paused=not loop.watched,
             resumed=resumed,
             node_names=sorted([self.node, *self.nodes.names()]),
-            nodes=sorted(summaries, key=lambda n: n.node),
-        )
+            nodes=[],
+        ).model_dump_json()
+        return _splice(head, "nodes", [parts[name] for name in sorted(parts)])
 
     def _own_summary(self) -> NodeSummary:
         latest = self.history.latest()
@@ -257,19 +259,24 @@ class GpuService:
                 "held_by": self.poll_loop.held_by,
                 "error": self.poll_loop.last_error,
                 "host": sample["host"] if sample else None,
-                "gpus": _summaries(info["devices"], sample),
+                "gpus": gpu_rows(info["devices"], sample),
             }
         )
 
-    def _agent_summary(self, record: NodeRecord) -> NodeSummary:
+    def _agent_summary_json(self, record: NodeRecord) -> str:
+        state = self.nodes.state(record)
+        key = (record.changed_at, record.last_seen, state)
+        cached = self._summaries.get(record.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         latest = record.history.latest()
         info = self._agent_info(record)
         sample = latest.sample if latest is not None else None
-        return NodeSummary.model_validate(
+        text = NodeSummary.model_validate(
             {
                 **info,
                 "source": "agent",
-                "state": self.nodes.state(record),
+                "state": state,
                 "last_seen": round(record.last_seen, 3),
                 "last_sample_t": latest.t if latest is not None else None,
                 "interval_s": record.interval_s,
@@ -277,9 +284,11 @@ class GpuService:
                 "held_by": record.holds,
                 "error": record.error,
                 "host": sample["host"] if sample else None,
-                "gpus": _summaries(info["devices"], sample),
+                "gpus": gpu_rows(info["devices"], sample),
             }
-        )
+        ).model_dump_json()
+        self._summaries[record.name] = (key, text)
+        return text
 
     # agents ------------------------------------------------------------------------------
     def ingest(
@@ -314,17 +323,20 @@ class GpuService:
         return await loop.run_in_executor(None, gzip.compress, raw, 5), True
 
 
-def _summaries(devices: list[Any], sample: Sample | None) -> list[GpuSummary]:
-    """Overview rows: every known device, with its latest reading when there is one."""
+def gpu_rows(devices: list[Any], sample: Sample | None) -> list[dict[str, Any]]:
+    """Overview rows (``GpuSummary``): every known device, with its latest reading."""
     readings = {g["index"]: g for g in sample["gpus"]} if sample else {}
-    rows: list[GpuSummary] = []
-    for index in sorted({d["index"] for d in devices} | set(readings)):
-        device = next((d for d in devices if d["index"] == index), {})
-        reading: dict[str, Any] = dict(readings.get(index, {}))
-        reading.pop("processes", None)
-        rows.append(
-            GpuSummary.model_validate(
-                {**reading, "index": index, "name": device.get("name"), "uuid": device.get("uuid")}
-            )
-        )
+    by_index = {d["index"]: d for d in devices}
+    rows: list[dict[str, Any]] = []
+    for index in sorted(by_index.keys() | readings.keys()):
+        device = by_index.get(index, {})
+        row = {k: v for k, v in readings.get(index, {}).items() if k in GPU_ROW_FIELDS}
+        rows.append({**row, "index": index, "name": device.get("name"), "uuid": device.get("uuid")})
     return rows
+
+
+def _splice(head: str, field: str, items: list[str]) -> str:
+    """``head`` (JSON whose last field is ``field``, empty) with pre-encoded ``items`` in it."""
+    empty = f'"{field}":[]}}'
+    assert head.endswith(empty), f"{field} must stay the payload's last field"
+    return head[: -len("]}")] + ",".join(items) + "]}"
