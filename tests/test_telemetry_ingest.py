@@ -4,6 +4,7 @@ malformed reports are refused; nothing is stored unless the whole report is vali
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -13,8 +14,15 @@ from urllib.parse import urlencode
 import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
-from jupyter_air.telemetry.agent import AUTH_SCHEME, INGEST_PATH
+from jupyter_air.telemetry.agent import (
+    AUTH_SCHEME,
+    INGEST_PATH,
+    AgentRejected,
+    HttpSender,
+    ReportRefused,
+)
 from jupyter_air.telemetry.agent_tokens import mint_token, revoke_token
+from jupyter_air.telemetry.models import IngestRequest
 
 
 @pytest.fixture
@@ -207,3 +215,23 @@ async def test_the_authorizer_can_refuse_agents(jp_fetch, jp_serverapp, data_dir
     token = mint_token(data_dir, "gpu-1")
     await refused(jp_fetch, report(), token, 403)
     assert stored(jp_serverapp) == []
+
+
+async def test_the_agent_sender_tells_refusals_from_failures(
+    jp_fetch, jp_serverapp, jp_http_port, jp_base_url, data_dir
+):
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    token = mint_token(data_dir, "gpu-1")
+    loop = asyncio.get_running_loop()
+
+    async def send(sender: HttpSender, body: dict):
+        return await loop.run_in_executor(None, sender, IngestRequest.model_validate(body))
+
+    answer = await send(HttpSender(url, token), report())
+    assert answer.accepted == 1 and answer.have_info
+    with pytest.raises(ReportRefused, match="413"):  # dropped by the agent, not resent
+        await send(HttpSender(url, token), report(gpus=8, samples=60))
+    with pytest.raises(AgentRejected, match="403"):  # the agent stops
+        await send(HttpSender(url, token + "x"), report())
+    with pytest.raises(AgentRejected, match=r"403.*reports for node 'gpu-1'"):
+        await send(HttpSender(url, token), report("gpu-2"))
