@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_air.telemetry.models import IngestRequest
-from jupyter_air.telemetry.nodes import NodeRegistry, TooManyNodes
+from jupyter_air.telemetry.nodes import ClockAhead, NodeRegistry, TooManyNodes
 
 
 class Clock:
@@ -124,3 +124,12 @@ def test_the_number_of_nodes_is_bounded():
         nodes.ingest(report("c"))
     assert nodes.names() == ["a", "b"]
     nodes.ingest(report("a"))  # a known node still reports
+
+
+def test_samples_dated_far_ahead_of_the_server_are_refused_whole():
+    clock = Clock(5000.0)
+    nodes = registry(clock)
+    with pytest.raises(ClockAhead, match="synchronise the clocks"):
+        nodes.ingest(report(times=(4990.0, 5000.0 + 3600)))
+    assert nodes.names() == []  # nothing of it stored
+    assert nodes.ingest(report(times=(5000.0 + 60,))) == 1  # a minute ahead is clock noise

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ..telemetry.agent import AUTH_SCHEME
 from ..telemetry.models import IngestRequest
-from ..telemetry.nodes import Encoded, TooManyNodes, encode
+from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
 from .gpu_service import GpuService, NodeConflict
 
 AUTH_RESOURCE = "air-telemetry"
@@ -134,5 +134,7 @@ class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
             raise tornado.web.HTTPError(409, str(error)) from None
         except TooManyNodes as error:
             raise tornado.web.HTTPError(507, str(error)) from None
+        except ClockAhead as error:
+            raise tornado.web.HTTPError(400, str(error)) from None
         self.set_header("Cache-Control", "no-store")
         self.finish(response.model_dump_json())

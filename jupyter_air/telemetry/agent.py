@@ -26,7 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .hold_files import live_holds
-from .models import MAX_SAMPLES, AgentInfo, IngestRequest, IngestResponse, NodeInfo, Sample
+from .models import (
+    MAX_HOLDS,
+    MAX_SAMPLES,
+    AgentInfo,
+    IngestRequest,
+    IngestResponse,
+    NodeInfo,
+    Sample,
+)
 from .sampler import Sampler
 
 log = logging.getLogger(__name__)
@@ -36,6 +44,7 @@ AUTH_SCHEME = "AirAgent"
 MAX_RESPONSE_BYTES = 64 * 1024
 MIN_NEXT_S = 0.05
 MAX_NEXT_S = 3600.0
+TEXT_MAX = 1000  # hold reasons and errors are cut to fit the report's limits
 
 Send = Callable[[IngestRequest], IngestResponse]
 
@@ -190,8 +199,8 @@ class NodeAgent:
             node=self.sampler.node,
             agent=self._info,
             sampling=wanted,
-            holds=holds,
-            error=self._error,
+            holds=[reason[:TEXT_MAX] for reason in holds[:MAX_HOLDS]],
+            error=self._error[:TEXT_MAX] if self._error else None,
             info=self._news(),
             samples=batch,
         )

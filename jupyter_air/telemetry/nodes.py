@@ -3,8 +3,9 @@ as the server's own), what it said about itself, and whether it still reports.
 
 A node is **live** while it reports (samples, or heartbeats while idle); **stale** once it has
 been silent for 3 of its intervals; **lost** after ``lost_after_s``; it is live again with its
-next report. Times are the server's clock (injectable), except the samples' own ``t``. All
-mutation happens on one thread (the server's event loop).
+next report. Times are the server's clock (injectable), except the samples' own ``t`` (the node's
+clock; a report dated far ahead of the server's is refused, as it would hide every later sample).
+All mutation happens on one thread (the server's event loop).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .samples import Sample
 
 STALE_INTERVALS = 3
 MAX_NODES = 1024
+MAX_AHEAD_S = 600.0  # a sample dated later than this after the server's now is refused
 
 Encoded = tuple[Sample, str]  # a sample as a dict, and its history form
 
@@ -35,6 +37,10 @@ def encode(request: IngestRequest) -> list[Encoded]:
 
 class TooManyNodes(Exception):
     """The server keeps at most MAX_NODES agent nodes."""
+
+
+class ClockAhead(ValueError):
+    """A report's samples are dated too far ahead of the server's clock."""
 
 
 @dataclass
@@ -111,6 +117,12 @@ class NodeRegistry:
         than the node's latest — a report sent twice — are skipped). ``encoded``: the samples
         as dicts with their history form, when already encoded (off the event loop)."""
         now = self._clock()
+        ahead = max((s.t for s in request.samples), default=now) - now
+        if ahead > MAX_AHEAD_S:
+            raise ClockAhead(
+                f"Node {request.node!r} dates its samples {ahead:.0f} s ahead of this server's "
+                "clock: synchronise the clocks of the node and the Jupyter host (NTP)."
+            )
         record = self._nodes.get(request.node)
         if record is None:
             if len(self._nodes) >= self.max_nodes:
