@@ -53,3 +53,17 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
         pytest.fail(f"the session's MLflow server did not start: {server.status()}\n{log}")
     yield server
     server.stop()
+
+
+@pytest.fixture
+def agents(jp_fetch, jp_http_port, jp_base_url, air_config):
+    """Node agents reporting to the test's Jupyter server (``telemetry_support.Agents``); any
+    still running at the end are told to stop."""
+    from pathlib import Path
+
+    from telemetry_support import Agents
+
+    started = Agents(f"http://127.0.0.1:{jp_http_port}{jp_base_url}", Path(air_config["data_dir"]))
+    yield started
+    for agent in started.started:
+        agent.halt()

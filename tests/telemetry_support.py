@@ -1,5 +1,6 @@
 """Node agents for tests: real ``NodeAgent``s on the pynvml fake, reporting over HTTP to the test's
-real Jupyter server, and a bounded wait."""
+real Jupyter server (the ``agents`` fixture, in conftest.py), the server's settings for them, and a
+bounded wait."""
 
 from __future__ import annotations
 
@@ -14,6 +15,19 @@ from jupyter_air.telemetry import Sampler
 from jupyter_air.telemetry.agent import HttpSender, NodeAgent
 from jupyter_air.telemetry.agent_tokens import mint_token
 from jupyter_air.telemetry.nvml import NvmlBackend
+
+
+def telemetry_config(tmp_path: Path, **changes: object) -> dict:
+    """JupyterAir settings of a test server that agents report to: its own node named
+    ``jupyter-host`` (2 simulated GPUs), its data folder (agent tokens) in ``tmp_path``."""
+    return {
+        "gpu_backend": "simulated",
+        "simulated_gpus": 2,
+        "mlflow_embedded": False,
+        "data_dir": str(tmp_path / "air"),
+        "node_name": "jupyter-host",
+        **changes,
+    }
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from telemetry_support import wait_until
+from telemetry_support import telemetry_config, wait_until
 
 from jupyter_air.telemetry.agent_tokens import AgentTokens, mint_token, tokens_path
 
@@ -23,13 +23,7 @@ AIR = [sys.executable, "-m", "jupyter_air.cli"]
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "simulated",
-        "simulated_gpus": 1,
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-        "node_name": "jupyter-host",
-    }
+    return telemetry_config(tmp_path, simulated_gpus=1)
 
 
 def air(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

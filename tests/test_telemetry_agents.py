@@ -9,11 +9,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, MiB, three_gpus
-from telemetry_support import Agents, wait_until
+from telemetry_support import telemetry_config, wait_until
 
 from jupyter_air.telemetry.models import ClusterOverview, GpuPayload
 
@@ -23,22 +22,7 @@ LOST_AFTER = 2.0
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "simulated",
-        "simulated_gpus": 2,
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-        "node_name": "jupyter-host",
-        "agent_lost_after": LOST_AFTER,
-    }
-
-
-@pytest.fixture
-def agents(jp_fetch, jp_http_port, jp_base_url, air_config):
-    started = Agents(f"http://127.0.0.1:{jp_http_port}{jp_base_url}", Path(air_config["data_dir"]))
-    yield started
-    for agent in started.started:
-        agent.halt()
+    return telemetry_config(tmp_path, agent_lost_after=LOST_AFTER)
 
 
 async def overview(jp_fetch, **params) -> dict:

@@ -6,11 +6,10 @@ agent sampling."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from fake_nvml import three_gpus
-from telemetry_support import Agents, wait_until
+from telemetry_support import telemetry_config, wait_until
 
 from jupyter_air.telemetry.hold_files import HoldFile
 
@@ -20,21 +19,7 @@ IDLE = 1.0
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "simulated",
-        "simulated_gpus": 2,
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-        "gpu_idle_timeout": IDLE,
-    }
-
-
-@pytest.fixture
-def agents(jp_fetch, jp_http_port, jp_base_url, air_config):
-    started = Agents(f"http://127.0.0.1:{jp_http_port}{jp_base_url}", Path(air_config["data_dir"]))
-    yield started
-    for agent in started.started:
-        agent.halt()
+    return telemetry_config(tmp_path, gpu_idle_timeout=IDLE)
 
 
 def record(jp_serverapp, node: str):

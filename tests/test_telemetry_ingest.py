@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from telemetry_support import telemetry_config
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from jupyter_air.telemetry.agent import (
@@ -27,14 +28,7 @@ from jupyter_air.telemetry.models import IngestRequest
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "simulated",
-        "simulated_gpus": 2,
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-        "telemetry_ingest_max_bytes": 16 * 1024,
-        "node_name": "jupyter-host",
-    }
+    return telemetry_config(tmp_path, telemetry_ingest_max_bytes=16 * 1024)
 
 
 @pytest.fixture
