@@ -6,6 +6,8 @@ has been out of touch with the server for longer than the idle timeout."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 
 import pytest
 from fake_nvml import three_gpus
@@ -138,3 +140,17 @@ def test_a_refused_report_is_dropped_not_resent(service):
 def test_the_interval_is_bounded():
     with pytest.raises(ValueError, match="interval"):
         NodeAgent(Sampler(NvmlBackend(nvml=three_gpus()), node="n"), print, interval_s=0)
+
+
+def test_the_agent_has_no_jupyter_imports_and_starts_nothing_at_import():
+    code = (
+        "import sys, threading\n"
+        "import jupyter_air.telemetry.agent, jupyter_air.telemetry.models\n"
+        "jupyter = sorted(m for m in sys.modules if m.split('.')[0] in\n"
+        "    ('jupyter_server', 'tornado', 'jupyter_core', 'jupyterlab', 'traitlets'))\n"
+        "print(jupyter, 'pynvml' in sys.modules, threading.active_count())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["[]", "False", "1"]

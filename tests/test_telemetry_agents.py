@@ -60,7 +60,7 @@ async def test_several_nodes_report_and_the_overview_shows_them_all(jp_fetch, ag
     host = nodes["jupyter-host"]
     assert host["source"] == "server" and host["backend"] == "simulated"
     a = nodes["gpu-a"]
-    assert (a["source"], a["state"], a["backend"], a["sampling"]) == ("agent", "live", "nvml", True)
+    assert (a["source"], a["state"], a["backend"], a["paused"]) == ("agent", "live", "nvml", False)
     assert [g["index"] for g in a["gpus"]] == [0, 1, 2]
     assert a["gpus"][0]["util_pct"] == 87.0 and a["gpus"][0]["temp_c"] == 71.0
     assert a["gpus"][0]["name"] == "NVIDIA A100-SXM4-40GB"

@@ -108,7 +108,9 @@ class MigReading(Model):
     mem_total_mb: Amount | None = None
 
 
-class GpuReading(Model):
+class GpuValues(Model):
+    """A GPU's values: what a sample's reading and an overview row share."""
+
     index: Annotated[int, Field(ge=0, lt=MAX_GPUS)]
     util_pct: Percent | None = None
     mem_util_pct: Percent | None = None
@@ -119,9 +121,12 @@ class GpuReading(Model):
     power_limit_w: Amount | None = None
     lost: bool = False
     # the latest sample only; the history leaves these out
-    processes: Annotated[list[GpuProcess], Field(max_length=MAX_PROCESSES)] = []
     health: GpuHealth | None = None
     mig: Annotated[list[MigReading], Field(max_length=MAX_MIG)] = []
+
+
+class GpuReading(GpuValues):
+    processes: Annotated[list[GpuProcess], Field(max_length=MAX_PROCESSES)] = []  # latest only
 
 
 class HostReading(Model):
@@ -164,62 +169,47 @@ class NodeInfo(Model):
     driver_version: Id | None = None
 
 
-# GET air/api/gpu ------------------------------------------------------------------------------
-class GpuPayload(Model):
+# GET air/api/gpu and GET air/api/gpu/nodes ---------------------------------------------------
+class NodeStatus(Model):
+    """A node as both the one-node payload and the overview describe it."""
+
+    node: NodeName
+    source: Source  # "server": the Jupyter host itself; "agent": a node agent reports it
+    state: NodeState  # "stale" after 3 intervals without a report, "lost" after lost_after_s
+    last_seen: float | None = None  # server time of the node's last report (or sample)
+    interval_s: float  # the node's sampling interval
+    paused: bool  # the node does not sample now (idle)
+    held_by: list[Text] = []  # runs that keep the node sampling
+    error: Text | None = None  # last sampling error
+    backend: Backend | None = None  # null until an agent has described its node
+    reason: Text | None = None  # why there is no GPU data, in words
+    driver_version: Id | None = None
+
+
+class GpuPayload(NodeStatus):
     """One node: its devices, sampling state, latest sample (with processes and health) and
     history (``samples``, oldest first, without processes, health and MIG readings)."""
 
-    node: NodeName
-    backend: Backend | None  # null until an agent has described its node
-    reason: Text | None = None  # why there is no GPU data, in words
     devices: list[Device] = []
-    driver_version: Id | None = None
-    source: Source  # "server": the Jupyter host itself; "agent": a node agent reports it
-    state: NodeState  # "stale" after 3 intervals without a report, "lost" after lost_after_s
-    last_seen: float | None = None  # server time of the node's last report
-    interval_s: float
     history_s: float
     idle_timeout_s: float
-    paused: bool  # the node does not sample now (idle)
     resumed: bool  # this request woke sampling
-    held_by: list[Text] = []  # runs that keep the node sampling
-    error: Text | None = None  # last sampling error
     now: float  # server time
     latest: Sample | None = None
     samples: list[Sample] = []
 
 
-# GET air/api/gpu/nodes ------------------------------------------------------------------------
-class GpuSummary(Model):
-    """A GPU's row in the overview: its latest values, health and MIG instances."""
+class GpuSummary(GpuValues):
+    """A GPU's row in the overview: its latest values, health and MIG instances, named."""
 
-    index: int
     name: Text | None = None
     uuid: Id | None = None
-    util_pct: float | None = None
-    mem_used_mb: float | None = None
-    mem_total_mb: float | None = None
-    temp_c: float | None = None
-    power_w: float | None = None
-    power_limit_w: float | None = None
-    lost: bool = False
-    health: GpuHealth | None = None
-    mig: list[MigReading] = []
 
 
-class NodeSummary(Model):
-    node: NodeName
-    source: Source
-    state: NodeState
-    last_seen: float | None = None  # server time of the last report (agents) or sample
+class NodeSummary(NodeStatus):
+    """A node's row in the overview."""
+
     last_sample_t: float | None = None  # t of the latest sample
-    interval_s: float
-    sampling: bool
-    backend: Backend | None = None  # null until an agent has described its node
-    reason: Text | None = None
-    driver_version: Id | None = None
-    held_by: list[Text] = []
-    error: Text | None = None
     host: HostReading | None = None
     gpus: list[GpuSummary] = []
 

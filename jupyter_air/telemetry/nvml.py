@@ -255,6 +255,7 @@ class NvmlBackend:
                 "user": None,
                 "command": None,
                 "kernel": None,
+                "run": None,
             }
             for pid, used in sorted(by_pid.items())
         ]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from typing_extensions import NotRequired
-
 
 class KernelOwner(TypedDict):
     """The Jupyter kernel (and notebook) a GPU process belongs to."""
@@ -39,7 +37,7 @@ class GpuProcess(TypedDict):
     user: str | None
     command: str | None
     kernel: KernelOwner | None
-    run: NotRequired[RunOwner | None]
+    run: RunOwner | None
 
 
 class XidError(TypedDict):
@@ -118,7 +116,7 @@ class Device(TypedDict):
     uuid: str | None
     mem_total_mb: float | None
     power_limit_w: float | None
-    mig: NotRequired[list[MigDevice]]
+    mig: list[MigDevice]
 
 
 def mb(value_bytes: float | int | None) -> float | None:
