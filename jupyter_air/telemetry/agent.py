@@ -181,11 +181,6 @@ class NodeAgent:
                 return
             self._stop.wait(delay)
 
-    @property
-    def sampling(self) -> bool:
-        """Whether the agent samples now: told to by the server, or held by a run here."""
-        return self._wants_samples(self._holds())
-
     # one round -----------------------------------------------------------------------------
     def step(self) -> float:
         """Sample when due and wanted, report, and return the seconds until the next round."""
