@@ -147,8 +147,9 @@ async def test_deltas_carry_only_what_is_new(jp_fetch, jp_serverapp, agents):
 
 async def test_a_gpu_process_of_a_distributed_rank_names_its_run_and_rank(jp_fetch, agents):
     launcher = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        [sys.executable, "-c", "import sys; print(flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         env={
             "PATH": os.environ["PATH"],
             "MLFLOW_RUN_ID": "4f2c9e8a1b7d4e3f",
@@ -158,6 +159,8 @@ async def test_a_gpu_process_of_a_distributed_rank_names_its_run_and_rank(jp_fet
         },
     )
     try:
+        assert launcher.stdout is not None
+        launcher.stdout.readline()  # it runs
         await overview(jp_fetch)
         fake = FakeNvml([FakeGpu(compute=[(launcher.pid, 3000 * MiB)])])
         agent = agents.start("gpu-a", fake, interval_s=INTERVAL)

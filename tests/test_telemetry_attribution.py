@@ -18,7 +18,7 @@ from jupyter_air.telemetry.models import Sample
 from jupyter_air.telemetry.nvml import NvmlBackend
 
 # Starts a child with the environment given in argv[1] (JSON; "inherit" keeps ours), prints the
-# child's pid, and lives until stdin closes, like a launcher above its ranks.
+# child's pid once the child runs, and lives until stdin closes, like a launcher above its ranks.
 LAUNCHER = textwrap.dedent(
     """
     import json, os, subprocess, sys
@@ -26,8 +26,12 @@ LAUNCHER = textwrap.dedent(
     env = dict(os.environ) if spec.pop("inherit", False) else {"PATH": os.environ["PATH"]}
     env.update(spec)
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, env=env
+        [sys.executable, "-c", "import sys; print(flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
     )
+    child.stdout.readline()
     print(child.pid, flush=True)
     sys.stdin.read()
     child.stdin.close()

@@ -7,7 +7,8 @@ workload node gets those and ``NODE_RANK`` and ``JUPYTER_AIR_JOB_ID``, which its
 ancestors, nearest first, up to the Jupyter kernel that started it (a kernel's own environment is
 the server's, not a run's: kernels are attributed to their notebook instead). Reading another user's
 environment is not allowed: such a process gets no run. The answer for a process never changes
-(its environment is fixed at start), so it is cached by pid and start time.
+(its environment is fixed at start), so it is cached by pid and start time — unless the process's
+own environment read empty, as it does for a moment while a process starts.
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ _ID_MAX = 64  # run, experiment and job ids are short; anything longer is not ou
 def run_owner(process: psutil.Process, stop_at: Collection[int] = ()) -> RunOwner | None:
     """The run of ``process``, or None (no run in its environment or its ancestors', or not
     allowed to read them). ``stop_at``: pids (kernels) where the search ends, unread."""
+    return _search(process, stop_at)[0]
+
+
+def _search(process: psutil.Process, stop_at: Collection[int]) -> tuple[RunOwner | None, bool]:
+    """The run, and whether the process's own environment could be read (it cannot, or reads
+    empty, while it is being started: then the answer is not final)."""
     if process.pid in stop_at:
-        return None
+        return None, True
     found: dict[str, str] = {}
     chain = [process]
     try:
@@ -42,14 +49,17 @@ def run_owner(process: psutil.Process, stop_at: Collection[int] = ()) -> RunOwne
             chain.append(parent)
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         pass
+    readable = True
     for member in chain:
         environ = _environ(member)
+        if member is process:
+            readable = bool(environ)
         for name in NAMES:
             if name not in found and environ.get(name):
                 found[name] = environ[name]
         if len(found) == len(NAMES):
             break
-    return owner_from(found)
+    return owner_from(found), readable
 
 
 def owner_from(environ: Mapping[str, str]) -> RunOwner | None:
@@ -93,11 +103,14 @@ class RunOwners:
             key = (process.pid, process.create_time())
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             return None
-        if key not in self._cache:
+        if key in self._cache:
+            return self._cache[key]
+        owner, final = _search(process, stop_at)
+        if final:
             if len(self._cache) >= CACHE_MAX:
                 self._cache.clear()
-            self._cache[key] = run_owner(process, stop_at)
-        return self._cache[key]
+            self._cache[key] = owner
+        return owner
 
     def keep_only(self, pids: Collection[int]) -> None:
         """Forget processes that are no longer GPU processes."""
