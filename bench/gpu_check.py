@@ -1,8 +1,11 @@
 """Checks jupyter-air's NVML readings against nvidia-smi on a machine with NVIDIA GPUs.
 
 Prints, per GPU and metric, our value, nvidia-smi's and the difference, and exits non-zero when a
-difference is beyond what sampling a second apart explains. Also checks that GPU processes
-nvidia-smi lists appear in our sample with their memory.
+difference is beyond what sampling a second apart explains. The health fields (clocks and their
+maximums, throttle reasons, fan, ECC counts, retired pages, remapped rows) are compared too, each
+against the nvidia-smi field of that name (one this nvidia-smi does not know is skipped, said so),
+and the MIG instances against ``nvidia-smi -L``. Also checks that GPU processes nvidia-smi lists
+appear in our sample with their memory.
 
     python bench/gpu_check.py
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +32,82 @@ FIELDS = [
     ("power.draw", "power_w", 0.2),  # relative
     ("power.limit", "power_limit_w", 1.0),
 ]
+
+
+# (nvidia-smi names, oldest last; our health field; tolerance)
+HEALTH = [
+    (("clocks.sm",), "sm_clock_mhz", 400.0),  # moves with load between two reads
+    (("clocks.max.sm",), "sm_clock_max_mhz", 0.0),
+    (("clocks.mem",), "mem_clock_mhz", 1.0),
+    (("clocks.max.mem",), "mem_clock_max_mhz", 0.0),
+    (("fan.speed",), "fan_pct", 5.0),
+    (("ecc.errors.corrected.volatile.total",), "ecc_corrected", 0.0),
+    (("ecc.errors.uncorrected.volatile.total",), "ecc_uncorrected", 0.0),
+    (("retired_pages.sbe", "retired_pages.single_bit_ecc.count"), "retired_pages_sbe", 0.0),
+    (("retired_pages.dbe", "retired_pages.double_bit.count"), "retired_pages_dbe", 0.0),
+    (("remapped_rows.correctable",), "remapped_rows_correctable", 0.0),
+    (("remapped_rows.uncorrectable",), "remapped_rows_uncorrectable", 0.0),
+]
+THROTTLE = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+MOVING_REASONS = {"gpu_idle", "sw_power_cap"}  # may change between two reads
+
+
+def smi_field(names: tuple[str, ...]) -> tuple[str, dict[int, str]] | None:
+    """The first of ``names`` this nvidia-smi knows, and its value per GPU index."""
+    for name in names:
+        try:
+            rows = smi(f"index,{name}")
+        except subprocess.CalledProcessError:
+            continue  # "not a valid field to query" on this driver
+        return name, {int(r[0]): r[1] for r in rows}
+    return None
+
+
+def check_health(sample: dict) -> int:
+    failures = 0
+    print(f"{'gpu':>3} {'health':<28} {'jupyter-air':>12} {'nvidia-smi':>12}")
+    for names, key, tolerance in HEALTH:
+        found = smi_field(names)
+        if found is None:
+            print(f"    {key:<28} skipped: nvidia-smi knows none of {', '.join(names)}")
+            continue
+        for index, text in found[1].items():
+            health = next(g for g in sample["gpus"] if g["index"] == index).get("health") or {}
+            theirs, mine = number(text), health.get(key)
+            ok = (theirs is None and mine is None) or (
+                theirs is not None and mine is not None and abs(mine - theirs) <= tolerance
+            )
+            failures += not ok
+            flag = "" if ok else "  <-- differs"
+            print(f"{index:>3} {key:<28} {mine!s:>12} {text:>12}{flag}")
+    found = smi_field(THROTTLE)
+    if found is not None:
+        from jupyter_air.telemetry.health import decode_throttle_reasons
+
+        for index, text in found[1].items():
+            health = next(g for g in sample["gpus"] if g["index"] == index).get("health") or {}
+            mask = int(text, 16) if text.startswith("0x") else None
+            theirs = set(decode_throttle_reasons(mask)) if mask is not None else None
+            mine = set(health.get("throttle_reasons") or ()) if health else None
+            ok = (theirs is None) == (mine is None) and (
+                theirs is None or not (theirs ^ mine) - MOVING_REASONS
+            )
+            failures += not ok
+            flag = "" if ok else "  <-- differs"
+            print(f"{index:>3} {'throttle_reasons':<28} {sorted(mine or [])} {text}{flag}")
+    return failures
+
+
+def check_mig(info: dict) -> int:
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    theirs = set(re.findall(r"UUID: (MIG-[^)\s]+)", listed))
+    mine = {m["uuid"] for d in info["devices"] for m in d.get("mig", [])}
+    ok = theirs == mine
+    print(
+        f"MIG instances: nvidia-smi {len(theirs)}, jupyter-air {len(mine)}"
+        + ("" if ok else "  <-- differ")
+    )
+    return 0 if ok else 1
 
 
 def smi(query: str, kind: str = "gpu") -> list[list[str]]:
@@ -83,6 +163,8 @@ def main() -> int:
             failures += not ok
             flag = "" if ok else "  <-- differs"
             print(f"{index:>3} {key:<14} {mine!s:>12} {text:>12} {diff:>8}{flag}")
+    failures += check_health(sample)
+    failures += check_mig(info)
     uuid_to_index = {d["uuid"]: i for i, d in devices.items()}
     for pid, used, uuid in smi("pid,used_memory,gpu_uuid", kind="compute-apps"):
         index = uuid_to_index.get(uuid)

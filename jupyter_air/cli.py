@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from . import agent_command
+
 if TYPE_CHECKING:
     from .workloads.connection import Connection
     from .workloads.logquery import LogLine
@@ -174,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cancel.add_argument("id", metavar="ID", help="job run id (or a unique prefix)")
     _output(cancel)
+    agent_command.add_parsers(commands)
     return parser
 
 
@@ -220,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "get": cmd_get,
         "logs": cmd_logs,
         "cancel": cmd_cancel,
+        **agent_command.HANDLERS,
     }
     try:
         return handlers[args.command](args)

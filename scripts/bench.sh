@@ -19,6 +19,8 @@ fi
 
 echo "==> Server-side GPU telemetry"
 python bench/gpu_telemetry.py
+echo "==> Node agents reporting to the server (64 nodes x 8 GPUs)"
+python bench/telemetry_ingest.py
 echo "==> Embedded MLflow server"
 python bench/mlflow_start.py
 python bench/mlflow_run_display.py

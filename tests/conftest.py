@@ -163,3 +163,17 @@ def ray_cluster():
         except (psutil.Error, OSError):
             continue
     shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
+def agents(jp_fetch, jp_http_port, jp_base_url, air_config):
+    """Node agents reporting to the test's Jupyter server (``telemetry_support.Agents``); any
+    still running at the end are told to stop."""
+    from pathlib import Path
+
+    from telemetry_support import Agents
+
+    started = Agents(f"http://127.0.0.1:{jp_http_port}{jp_base_url}", Path(air_config["data_dir"]))
+    yield started
+    for agent in started.started:
+        agent.halt()

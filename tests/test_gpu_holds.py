@@ -8,9 +8,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
+from telemetry_support import wait_until
 
 from jupyter_air.telemetry.hold_files import HoldFile, holds_folder, live_holds
 
@@ -25,15 +25,6 @@ def air_config(tmp_path) -> dict:
         "mlflow_embedded": False,
         "data_dir": str(tmp_path / "air"),
     }
-
-
-async def wait_until(predicate, timeout: float = 8.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.05)
-    return predicate()
 
 
 async def test_a_hold_file_keeps_sampling_awake_without_any_client(jp_serverapp, tmp_path):

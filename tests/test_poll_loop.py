@@ -195,6 +195,32 @@ async def test_stop_closes_the_backend_and_ends_the_task():
     assert not [t for t in threading.enumerate() if t.name.startswith("air-telemetry")]
 
 
+async def test_stopping_while_a_sample_is_in_flight_lets_it_finish_before_closing():
+    events: list[str] = []
+    started = threading.Event()
+
+    def slow_sample(context):
+        started.set()
+        time.sleep(0.3)
+        events.append("sampled")
+        return {"t": time.time(), "node": "n", "host": {}, "gpus": []}
+
+    loop = PollLoop(
+        slow_sample,
+        History(60, INTERVAL),
+        interval_s=INTERVAL,
+        idle_timeout_s=10,
+        close=lambda: events.append("closed"),
+    )
+    loop.start()
+    loop.touch()  # a client asked: the loop samples by itself
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    await loop.stop()  # used to fail with CancelledError from the cancelled sample
+    assert events == ["sampled", "closed"]
+    assert not loop.running
+
+
 def test_rejects_a_non_positive_interval():
     with pytest.raises(ValueError, match="interval"):
         PollLoop(lambda c: None, History(60, 1), interval_s=0)

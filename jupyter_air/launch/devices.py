@@ -1,21 +1,20 @@
 """Which devices a ``.distributed()`` call runs on, decided in the kernel before anything starts.
 
-GPUs are counted through NVML, never by initialising CUDA in the kernel (a kernel holding a CUDA
-context is what breaks fork-based launchers), and counted as CUDA will number them in the ranks:
-only those ``CUDA_VISIBLE_DEVICES`` names, in its order. Without any GPU the ranks run on the CPU
-(gloo), which is said once per kernel.
+GPUs come from the one inventory (``telemetry/inventory.py``: NVML, never CUDA in the kernel, since
+a kernel holding a CUDA context is what breaks fork-based launchers), counted as CUDA will number
+them in the ranks: only those ``CUDA_VISIBLE_DEVICES`` names, in its order, MIG instances
+included. Without any GPU the ranks run on the CPU (gloo), which is said once per kernel.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ..telemetry.inventory import read_inventory
 from .errors import DeviceError
 
 _said: set[str] = set()  # notes already printed in this kernel
@@ -57,62 +56,9 @@ def visible_gpus(
 ) -> VisibleGpus:
     """The GPUs CUDA would show a process started with this environment, read from NVML."""
     env = os.environ if environ is None else environ
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return VisibleGpus([], f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU", visible)
-    try:
-        nvml = nvml or importlib.import_module("pynvml")
-    except ImportError:
-        return VisibleGpus([], "nvidia-ml-py is not installed, so no GPU can be seen", visible)
-    try:
-        nvml.nvmlInit()
-    except Exception as error:
-        return VisibleGpus([], f"no NVIDIA driver answers: {error}", visible)
-    try:
-        devices = [_describe(nvml, i) for i in range(nvml.nvmlDeviceGetCount())]
-    except Exception as error:
-        return VisibleGpus([], f"NVML could not list the GPUs ({error})", visible)
-    finally:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
-    if not devices:
-        return VisibleGpus([], "NVML finds no NVIDIA GPU on this machine", visible)
-    if visible is None:
-        return VisibleGpus([Gpu(str(i), name) for i, (name, _) in enumerate(devices)], None, None)
-    chosen = _select(devices, visible)
-    reason = None if chosen else f"CUDA_VISIBLE_DEVICES={visible!r} names no GPU of this machine"
-    return VisibleGpus(chosen, reason, visible)
-
-
-def _describe(nvml: Any, index: int) -> tuple[str, str]:
-    """(name, uuid) of a GPU; one NVML cannot describe (lost, unsupported) still counts, as
-    CUDA numbers it."""
-    try:
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        name, uuid = nvml.nvmlDeviceGetName(handle), nvml.nvmlDeviceGetUUID(handle)
-    except Exception:
-        return "unknown GPU", ""
-    as_text = [v.decode() if isinstance(v, bytes) else str(v) for v in (name, uuid)]
-    return as_text[0], as_text[1]
-
-
-def _select(devices: list[tuple[str, str]], visible: str) -> list[Gpu]:
-    """``CUDA_VISIBLE_DEVICES`` semantics: indices or UUID prefixes, up to the first invalid
-    entry; MIG instances are taken as named (NVML lists their parents, not them)."""
-    chosen: list[Gpu] = []
-    for entry in (e.strip() for e in visible.split(",")):
-        if entry.isdigit() and int(entry) < len(devices):
-            chosen.append(Gpu(entry, devices[int(entry)][0]))
-        elif entry.startswith("GPU-"):
-            match = next((n for n, uuid in devices if uuid and uuid.startswith(entry)), None)
-            if match is None:
-                break
-            chosen.append(Gpu(entry, match))
-        elif entry.startswith("MIG-"):
-            chosen.append(Gpu(entry, "MIG instance"))
-        else:
-            break
-    return chosen
+    setting = env.get("CUDA_VISIBLE_DEVICES")
+    devices, reason = read_inventory(nvml).visible(setting)
+    return VisibleGpus([Gpu(d.id, d.name) for d in devices], reason, setting)
 
 
 def plan_devices(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
@@ -16,6 +17,7 @@ from tornado.ioloop import IOLoop
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
 from ..telemetry.backends import BACKEND_CHOICES
+from ..telemetry.models import NODE_PATTERN
 from ..workloads.paths import data_dir as air_data_dir
 from ..workloads.paths import record_server
 from .gpu_handlers import gpu_handlers
@@ -61,6 +63,19 @@ class JupyterAir(ExtensionApp):
     )
     node_name = Unicode(
         "", config=True, help="Name of this node in GPU Resources (default: the host name)."
+    )
+    agent_lost_after = Float(
+        300.0,
+        config=True,
+        help=(
+            "Seconds without a report after which a node agent's node is shown as lost (it is "
+            "stale after 3 of its intervals already); it comes back with its next report."
+        ),
+    )
+    telemetry_ingest_max_bytes = Int(
+        1024 * 1024,
+        config=True,
+        help="Largest telemetry report a node agent may send, in bytes (413 above).",
     )
 
     data_dir = Unicode(
@@ -109,6 +124,29 @@ class JupyterAir(ExtensionApp):
             raise TraitError("JupyterAir.log_retention_days must be 0 (forever) or positive")
         return proposal["value"]
 
+    @validate("node_name")
+    def _valid_node_name(self, proposal: dict) -> str:
+        if proposal["value"] and not re.fullmatch(NODE_PATTERN, proposal["value"]):
+            raise TraitError(
+                f"JupyterAir.node_name={proposal['value']!r}: use letters, digits, '.', '_' and "
+                "'-' (up to 128, starting with a letter or digit)"
+            )
+        return proposal["value"]
+
+    @validate("agent_lost_after")
+    def _valid_lost_after(self, proposal: dict) -> float:
+        if proposal["value"] <= 0:
+            raise TraitError("JupyterAir.agent_lost_after must be a positive number of seconds")
+        return proposal["value"]
+
+    @validate("telemetry_ingest_max_bytes")
+    def _valid_ingest_max(self, proposal: dict) -> int:
+        if not 4096 <= proposal["value"] <= 64 * 1024 * 1024:
+            raise TraitError(
+                "JupyterAir.telemetry_ingest_max_bytes must be between 4096 and 67108864"
+            )
+        return proposal["value"]
+
     @validate("gpu_idle_timeout")
     def _valid_idle(self, proposal: dict) -> float:
         if proposal["value"] < 0:
@@ -122,16 +160,18 @@ class JupyterAir(ExtensionApp):
             getattr(serverapp, "kernel_manager", None),
             getattr(serverapp, "session_manager", None),
         )
+        data_dir = Path(self.data_dir).expanduser()
         self.gpu = GpuService(
             backend=self.gpu_backend,
             simulated_gpus=self.simulated_gpus,
             interval_s=self.gpu_poll_interval,
             history_s=self.gpu_history,
             idle_timeout_s=self.gpu_idle_timeout,
+            lost_after_s=self.agent_lost_after,
             node=self.node_name or None,
             owners=owners,
+            data_dir=data_dir,
         )
-        data_dir = Path(self.data_dir).expanduser()
         self.mlflow = MlflowService(
             base_url=serverapp.base_url,
             data_dir=data_dir,
@@ -170,6 +210,7 @@ class JupyterAir(ExtensionApp):
             self.log.warning("jupyter-air: cannot record the data folder for `air`: %s", error)
         self.settings["jupyter_air"] = {
             "gpu": self.gpu,
+            "ingest_max_bytes": self.telemetry_ingest_max_bytes,
             "mlflow": self.mlflow,
             "workloads": self.workloads,
         }

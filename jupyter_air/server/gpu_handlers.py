@@ -1,7 +1,8 @@
-"""REST handlers for GPU Resources: ``GET air/api/gpu`` and ``POST air/api/gpu/refresh``.
+"""REST handlers for GPU Resources: ``GET air/api/gpu`` (one node), ``POST air/api/gpu/refresh``
+and ``GET air/api/gpu/nodes`` (the cluster overview).
 
-Both are authenticated (Jupyter's token or cookie) and authorised against the ``air-gpu``
-resource through the server's authorizer.
+All are authenticated (Jupyter's token or cookie) and authorised against the ``air-gpu``
+resource through the server's authorizer. Node agents report through ``gpu_ingest.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 
+from .gpu_ingest import TelemetryIngestHandler
 from .gpu_service import GpuService
 
 AUTH_RESOURCE = "air-gpu"
@@ -39,35 +41,33 @@ class _GpuHandler(ExtensionHandlerMixin, APIHandler):
             )
         return since
 
-    def _check_node(self) -> None:
-        node = self.get_query_argument("node", None)
-        if node and node != self.gpu.sampler.node:
+    def _node(self) -> str | None:
+        node = self.get_query_argument("node", None) or None
+        if node is not None and not self.gpu.knows(node):
             raise tornado.web.HTTPError(
                 404,
-                f"No telemetry from node {node!r}; this server reports node "
-                f"{self.gpu.sampler.node!r}.",
+                f"No telemetry from node {node!r}: this server is node {self.gpu.node!r}, and "
+                "no agent reports under that name (air/api/gpu/nodes lists every node).",
             )
+        return node
 
-    async def _serve(self, refresh: bool) -> None:
-        """Validate the query, count the request as activity (resuming a paused sampler with
-        a fresh sample, or taking one now for a refresh) and answer with the payload."""
-        since = self._since()
-        self._check_node()
-        gpu = self.gpu
-        gpu.ensure_started()
-        was_paused = gpu.poll_loop.paused
-        if refresh:
-            await gpu.poll_loop.refresh()
-        else:
-            await gpu.poll_loop.on_request()
+    async def _finish(self, text: str) -> None:
         accept = self.request.headers.get("Accept-Encoding", "")
-        body, gzipped = await gpu.body(since, resumed=was_paused, accept_gzip="gzip" in accept)
+        body, gzipped = await self.gpu.body(text, accept_gzip="gzip" in accept)
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         self.set_header("Vary", "Accept-Encoding")
         if gzipped:
             self.set_header("Content-Encoding", "gzip")
         self.finish(body)
+
+    async def _serve(self, refresh: bool) -> None:
+        """Validate the query, count the request as activity (resuming paused sampling, with
+        a fresh sample of this node, or taking one now for a refresh) and answer."""
+        since = self._since()
+        node = self._node()
+        was_paused = await self.gpu.on_request(node, refresh=refresh)
+        await self._finish(self.gpu.payload(since, resumed=was_paused, node=node))
 
 
 class GpuHandler(_GpuHandler):
@@ -84,8 +84,19 @@ class GpuRefreshHandler(_GpuHandler):
         await self._serve(refresh=True)
 
 
+class GpuNodesHandler(_GpuHandler):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        since = self._since()
+        was_idle = await self.gpu.on_overview_request()
+        await self._finish(self.gpu.overview(since, resumed=was_idle))
+
+
 def gpu_handlers() -> list[tuple[str, type]]:
     return [
         (r"/air/api/gpu", GpuHandler),
         (r"/air/api/gpu/refresh", GpuRefreshHandler),
+        (r"/air/api/gpu/nodes", GpuNodesHandler),
+        (r"/air/api/telemetry/ingest", TelemetryIngestHandler),
     ]

@@ -1,9 +1,10 @@
-"""The GPU telemetry service of one Jupyter server: one sampler, one history, one poll loop.
+"""The GPU telemetry service of one Jupyter server: its own node (one sampler, one history, one
+poll loop) and the nodes that agents report (``telemetry/nodes.py``), with one idle rule for all.
 
 Created when the extension loads (cheap, nothing started); the poll loop starts on the first
-request or hold, on the server's event loop. Builds the JSON the GPU API returns; the large bodies
-(a panel opening on two hours of history) are assembled from pre-encoded samples and compressed off
-the event loop.
+request or hold, on the server's event loop. Builds the payloads of the GPU API
+(``telemetry/models.py``); the large bodies (a panel opening on two hours of history) are assembled
+from pre-encoded samples and compressed off the event loop.
 """
 
 from __future__ import annotations
@@ -11,18 +12,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from ..telemetry import History, Hold, PollLoop, Sampler, create_backend
+from ..telemetry.agent_tokens import AgentTokens
 from ..telemetry.hold_files import live_holds
-from ..telemetry.samples import KernelOwner
+from ..telemetry.models import (
+    ClusterOverview,
+    GpuPayload,
+    GpuSummary,
+    IngestRequest,
+    IngestResponse,
+    NodeSummary,
+)
+from ..telemetry.nodes import STALE_INTERVALS, Encoded, NodeRecord, NodeRegistry
+from ..telemetry.samples import KernelOwner, Sample
 
 GZIP_MIN_BYTES = 1024
 OFFLOAD_MIN_BYTES = 64 * 1024
+GPU_ROW_FIELDS = frozenset(GpuSummary.model_fields)
+
+
+class NodeConflict(Exception):
+    """An agent reports under the name of the Jupyter host's own node."""
 
 
 class GpuService:
@@ -34,11 +49,18 @@ class GpuService:
         interval_s: float = 10.0,
         history_s: float = 7200.0,
         idle_timeout_s: float = 300.0,
+        lost_after_s: float = 300.0,
         node: str | None = None,
         owners: Callable[[], Awaitable[dict[int, KernelOwner]]] | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self.sampler = Sampler(create_backend(backend, simulated_gpus), node=node or None)
         self.history = History(history_s, interval_s)
+        self.nodes = NodeRegistry(
+            history_s=history_s, min_interval_s=interval_s, lost_after_s=lost_after_s
+        )
+        self.tokens = AgentTokens(data_dir) if data_dir is not None else None
+        self._summaries: dict[str, tuple[tuple[float, float, str], str]] = {}  # overview parts
         self.poll_loop = PollLoop(
             self.sampler.sample,
             self.history,
@@ -93,32 +115,205 @@ class GpuService:
                 await watcher
         await self.poll_loop.stop()
 
-    def payload(self, since: float | None = None, *, resumed: bool = False) -> str:
-        """The GPU API's JSON: devices, backend, settings, state, latest sample, history."""
-        info = self.sampler.info()
-        latest = self.history.latest()
-        entries = self.history.since(since)
-        loop = self.poll_loop
-        meta: dict[str, Any] = {
-            **info,
-            "interval_s": loop.interval_s,
-            "history_s": self.history.window_s,
-            "idle_timeout_s": loop.idle_timeout_s,
-            "paused": loop.paused,
-            "resumed": resumed,
-            "held_by": loop.held_by,
-            "error": loop.last_error,
-            "now": round(time.time(), 3),
-            "latest": latest.sample if latest is not None else None,
-        }
-        head = json.dumps(meta, separators=(",", ":"), allow_nan=False)
-        return head[:-1] + ',"samples":[' + ",".join(e.wire for e in entries) + "]}"
+    # requests ----------------------------------------------------------------------------
+    @property
+    def node(self) -> str:
+        return self.sampler.node
 
-    async def body(
-        self, since: float | None, *, resumed: bool, accept_gzip: bool
-    ) -> tuple[bytes, bool]:
+    def knows(self, node: str) -> bool:
+        return node == self.node or node in self.nodes
+
+    async def on_request(self, node: str | None = None, *, refresh: bool = False) -> bool:
+        """Count a panel request as activity (waking agents at their next report and this
+        node's sampling now); returns whether sampling was paused. For this node, a paused
+        loop takes a fresh sample first (``refresh``: a sample now, whatever its state)."""
+        self.ensure_started()
+        loop = self.poll_loop
+        if node is not None and node != self.node:
+            was_paused = not loop.watched
+            loop.touch()
+            return was_paused
+        was_paused = loop.paused
+        if refresh:
+            await loop.refresh()
+        else:
+            await loop.on_request()
+        return was_paused
+
+    async def on_overview_request(self) -> bool:
+        """Count an overview request as activity; returns whether the cluster was idle (agents
+        told not to sample) before it."""
+        self.ensure_started()
+        was_idle = not self.poll_loop.watched
+        await self.poll_loop.on_request()
+        return was_idle
+
+    # payloads ----------------------------------------------------------------------------
+    def payload(
+        self, since: float | None = None, *, resumed: bool = False, node: str | None = None
+    ) -> str:
+        """``GET air/api/gpu``: a node's devices, state, latest sample and history."""
+        record = self.nodes.get(node) if node not in (None, self.node) else None
+        if record is not None:
+            head = self._agent_payload(record, resumed)
+            entries = record.history.since(since)
+        else:
+            head = self._own_payload(resumed)
+            entries = self.history.since(since)
+        return _splice(head.model_dump_json(), "samples", [e.wire for e in entries])
+
+    def _own_payload(self, resumed: bool) -> GpuPayload:
+        latest = self.history.latest()
+        loop = self.poll_loop
+        return GpuPayload.model_validate(
+            {
+                **self.sampler.info(),
+                "source": "server",
+                "state": "live",
+                "last_seen": latest.t if latest is not None else None,
+                "interval_s": loop.interval_s,
+                "history_s": self.history.window_s,
+                "idle_timeout_s": loop.idle_timeout_s,
+                "paused": loop.paused,
+                "resumed": resumed,
+                "held_by": loop.held_by,
+                "error": loop.last_error,
+                "now": round(time.time(), 3),
+                "latest": latest.sample if latest is not None else None,
+                "samples": [],
+            }
+        )
+
+    def _agent_payload(self, record: NodeRecord, resumed: bool) -> GpuPayload:
+        latest = record.history.latest()
+        return GpuPayload.model_validate(
+            {
+                **self._agent_info(record),
+                "source": "agent",
+                "state": self.nodes.state(record),
+                "last_seen": round(record.last_seen, 3),
+                "interval_s": record.interval_s,
+                "history_s": self.nodes.history_s,
+                "idle_timeout_s": self.poll_loop.idle_timeout_s,
+                "paused": not record.sampling,
+                "resumed": resumed,
+                "held_by": record.holds,
+                "error": record.error,
+                "now": round(self.nodes.now(), 3),
+                "latest": latest.sample if latest is not None else None,
+                "samples": [],
+            }
+        )
+
+    @staticmethod
+    def _agent_info(record: NodeRecord) -> dict[str, Any]:
+        if record.info is not None:
+            return record.info
+        return {
+            "node": record.name,
+            "backend": None,
+            "reason": "The agent has not sampled yet: it starts when a panel asks.",
+            "devices": [],
+            "driver_version": None,
+        }
+
+    def overview(self, since: float | None = None, *, resumed: bool = False) -> str:
+        """``GET air/api/gpu/nodes`` (a ``ClusterOverview``): every node's latest values and
+        health, sorted by name. Each agent node's part is encoded once per change of what it
+        shows, so a panel polling a large cluster costs a join."""
+        now = self.nodes.now()
+        parts = {self.node: self._own_summary().model_dump_json()}
+        for name in self.nodes.names():
+            record = self.nodes.get(name)
+            assert record is not None
+            if since is None or record.changed_since(since, now, self.nodes.lost_after_s):
+                parts[name] = self._agent_summary_json(record)
+        loop = self.poll_loop
+        head = ClusterOverview(
+            now=round(now, 3),
+            since=since,
+            interval_s=loop.interval_s,
+            idle_timeout_s=loop.idle_timeout_s,
+            stale_after_intervals=STALE_INTERVALS,
+            lost_after_s=self.nodes.lost_after_s,
+            paused=not loop.watched,
+            resumed=resumed,
+            node_names=sorted([self.node, *self.nodes.names()]),
+            nodes=[],
+        ).model_dump_json()
+        return _splice(head, "nodes", [parts[name] for name in sorted(parts)])
+
+    def _own_summary(self) -> NodeSummary:
+        latest = self.history.latest()
+        info = self.sampler.info()
+        sample = latest.sample if latest is not None else None
+        return NodeSummary.model_validate(
+            {
+                **info,
+                "source": "server",
+                "state": "live",
+                "last_seen": latest.t if latest is not None else None,
+                "last_sample_t": latest.t if latest is not None else None,
+                "interval_s": self.poll_loop.interval_s,
+                "paused": self.poll_loop.paused,
+                "held_by": self.poll_loop.held_by,
+                "error": self.poll_loop.last_error,
+                "host": sample["host"] if sample else None,
+                "gpus": gpu_rows(info["devices"], sample),
+            }
+        )
+
+    def _agent_summary_json(self, record: NodeRecord) -> str:
+        state = self.nodes.state(record)
+        key = (record.changed_at, record.last_seen, state)
+        cached = self._summaries.get(record.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        latest = record.history.latest()
+        info = self._agent_info(record)
+        sample = latest.sample if latest is not None else None
+        text = NodeSummary.model_validate(
+            {
+                **info,
+                "source": "agent",
+                "state": state,
+                "last_seen": round(record.last_seen, 3),
+                "last_sample_t": latest.t if latest is not None else None,
+                "interval_s": record.interval_s,
+                "paused": not record.sampling,
+                "held_by": record.holds,
+                "error": record.error,
+                "host": sample["host"] if sample else None,
+                "gpus": gpu_rows(info["devices"], sample),
+            }
+        ).model_dump_json()
+        self._summaries[record.name] = (key, text)
+        return text
+
+    # agents ------------------------------------------------------------------------------
+    def ingest(
+        self, request: IngestRequest, encoded: list[Encoded] | None = None
+    ) -> IngestResponse:
+        """Store an agent's report and answer with the idle rule: sample while a panel asked
+        within the idle timeout."""
+        if request.node == self.node:
+            raise NodeConflict(
+                f"Node {request.node!r} is this Jupyter server's own node, which it samples "
+                "itself; give the agent another name (--node)."
+            )
+        accepted = self.nodes.ingest(request, encoded)
+        record = self.nodes.get(request.node)
+        return IngestResponse(
+            sample=self.poll_loop.watched,
+            next_s=request.agent.interval_s,
+            accepted=accepted,
+            have_info=record is not None and record.info is not None,
+            idle_timeout_s=self.poll_loop.idle_timeout_s,
+        )
+
+    @staticmethod
+    async def body(text: str, *, accept_gzip: bool) -> tuple[bytes, bool]:
         """The encoded body and whether it is gzip-compressed; big bodies compressed off-loop."""
-        text = self.payload(since, resumed=resumed)
         raw = text.encode()
         if not accept_gzip or len(raw) < GZIP_MIN_BYTES:
             return raw, False
@@ -126,3 +321,22 @@ class GpuService:
             return gzip.compress(raw, compresslevel=5), True
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, gzip.compress, raw, 5), True
+
+
+def gpu_rows(devices: list[Any], sample: Sample | None) -> list[dict[str, Any]]:
+    """Overview rows (``GpuSummary``): every known device, with its latest reading."""
+    readings = {g["index"]: g for g in sample["gpus"]} if sample else {}
+    by_index = {d["index"]: d for d in devices}
+    rows: list[dict[str, Any]] = []
+    for index in sorted(by_index.keys() | readings.keys()):
+        device = by_index.get(index, {})
+        row = {k: v for k, v in readings.get(index, {}).items() if k in GPU_ROW_FIELDS}
+        rows.append({**row, "index": index, "name": device.get("name"), "uuid": device.get("uuid")})
+    return rows
+
+
+def _splice(head: str, field: str, items: list[str]) -> str:
+    """``head`` (JSON whose last field is ``field``, empty) with pre-encoded ``items`` in it."""
+    empty = f'"{field}":[]}}'
+    assert head.endswith(empty), f"{field} must stay the payload's last field"
+    return head[: -len("]}")] + ",".join(items) + "]}"

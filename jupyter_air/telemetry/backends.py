@@ -1,58 +1,19 @@
-"""GPU backends: what reads the GPUs (NVML, a simulation, or nothing) and how one is chosen.
+"""Choosing a GPU backend (NVML, a simulation, or nothing) from configuration and environment.
 
-A backend is created cheaply and does its first real work in ``start()``, which the sampler calls on
-its worker thread at the first sample, never at import or on the event loop.
+The contract every backend meets is in ``contract.py``. A backend is created cheaply and does its
+first real work in ``start()``, which the sampler calls on its worker thread at the first sample,
+never at import or on the event loop.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import Protocol
 
-from .samples import Device, GpuReading
+from .contract import GpuBackend, NoGpuBackend
 
 BACKEND_ENV = "JUPYTER_AIR_GPU_BACKEND"
 SIMULATED_GPUS_ENV = "JUPYTER_AIR_SIMULATED_GPUS"
 BACKEND_CHOICES = ("auto", "nvml", "simulated", "none")
-
-
-class BackendUnavailable(Exception):
-    """The backend cannot run here; the message is the reason shown to people."""
-
-
-class GpuBackend(Protocol):
-    kind: str  # "nvml" | "simulated" | "none"
-    reason: str | None  # why there is no GPU data, for kind "none"
-
-    def start(self) -> None: ...
-
-    def devices(self) -> list[Device]: ...
-
-    def read(self, known_pids: Iterable[int] = ()) -> list[GpuReading]: ...
-
-    def close(self) -> None: ...
-
-
-class NoGpuBackend:
-    """No GPU data, with a human reason; host metrics still flow through the sampler."""
-
-    kind = "none"
-
-    def __init__(self, reason: str) -> None:
-        self.reason: str | None = reason
-
-    def start(self) -> None:
-        return None
-
-    def devices(self) -> list[Device]:
-        return []
-
-    def read(self, known_pids: Iterable[int] = ()) -> list[GpuReading]:
-        return []
-
-    def close(self) -> None:
-        return None
 
 
 def resolve_backend_kind(configured: str) -> str:

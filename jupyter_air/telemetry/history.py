@@ -1,8 +1,10 @@
 """A bounded, time-windowed history of samples.
 
-Each sample is stored with its wire form (compact JSON without the per-process lists), encoded once
-when it arrives, so serving two hours of history to a newly opened panel is a join, not a re-encode.
-All mutation happens on one thread (the poll loop's event loop).
+Each sample is stored with its wire form (compact JSON without the per-process lists, health and
+MIG readings, which only the latest sample carries), encoded once when it arrives, so serving two
+hours of history to a newly opened panel is a join, not a re-encode. Only the latest entry keeps
+the full sample: an older one is its wire form alone, which keeps a node's two hours small. All
+mutation happens on one thread (the poll loop's event loop).
 """
 
 from __future__ import annotations
@@ -12,25 +14,27 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .samples import Sample
+
+LATEST_ONLY = ("processes", "health", "mig")
 
 
 @dataclass(frozen=True)
 class Entry:
     t: float
-    sample: Sample
     wire: str
+    sample: Sample | None = None  # the full sample: the latest entry only
 
 
 def wire_form(sample: Sample) -> str:
-    """Compact JSON of a sample without ``processes`` (they only matter for the latest sample)."""
+    """Compact JSON of a sample without what only matters for the latest sample."""
     slim = {
         "t": sample["t"],
         "node": sample["node"],
         "host": sample["host"],
-        "gpus": [{k: v for k, v in gpu.items() if k != "processes"} for gpu in sample["gpus"]],
+        "gpus": [{k: v for k, v in gpu.items() if k not in LATEST_ONLY} for gpu in sample["gpus"]],
     }
     return json.dumps(slim, separators=(",", ":"), allow_nan=False)
 
@@ -56,8 +60,11 @@ class History:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def append(self, sample: Sample) -> Entry:
-        entry = Entry(t=sample["t"], sample=sample, wire=wire_form(sample))
+    def append(self, sample: Sample, wire: str | None = None) -> Entry:
+        """Add the newest sample (``wire``: its wire form, when already encoded)."""
+        entry = Entry(sample["t"], wire if wire is not None else wire_form(sample), sample)
+        if self._entries:
+            self._entries[-1] = replace(self._entries[-1], sample=None)
         self._entries.append(entry)
         self._prune()
         return entry

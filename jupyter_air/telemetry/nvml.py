@@ -1,9 +1,10 @@
 """NVML backend through nvidia-ml-py (module ``pynvml``).
 
-Per GPU: utilisation (GPU and memory bandwidth), memory, temperature, power and its limit, and the
-processes using it. A metric NVML reports as NotSupported is ``None``; a GPU that is lost is marked
-``lost`` while the others keep reporting. NVML sees every GPU of the node whatever
-``CUDA_VISIBLE_DEVICES`` says, which is what a node-level view wants.
+Per GPU: utilisation (GPU and memory bandwidth), memory, temperature, power and its limit, the
+processes using it, its health (``health.py``) and the memory of its MIG instances. A metric NVML
+reports as NotSupported is ``None``; a GPU that is lost is marked ``lost`` while the others keep
+reporting. NVML sees every GPU of the node whatever ``CUDA_VISIBLE_DEVICES`` says, which is what a
+node-level view wants; the devices are described by the one inventory (``inventory.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-from .backends import BackendUnavailable
-from .samples import Device, GpuProcess, GpuReading, mb, r1
+from .contract import BackendUnavailable
+from .health import XidEvents, max_clocks, read_health
+from .inventory import MigInstance, describe_gpu, mig_handles, text
+from .samples import Device, GpuProcess, GpuReading, MigReading, mb, r1
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +28,6 @@ _NOT_AVAILABLE = (1 << 64) - 1  # NVML_VALUE_NOT_AVAILABLE for unsigned long lon
 
 class _GpuLost(Exception):
     pass
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def unavailable_reason(nvml: ModuleType, error: Exception) -> str:
@@ -59,6 +58,9 @@ class NvmlBackend:
         self._nvml: Any = None
         self._handles: list[Any] = []
         self._devices: list[Device] = []
+        self._mig: list[list[tuple[MigInstance, Any]]] = []  # MIG instances and handles per GPU
+        self._max_clocks: list[tuple[int | None, int | None]] = []
+        self._xid: XidEvents | None = None
         self._warned: set[tuple[int, str]] = set()
         self.reason: str | None = None
         self.driver_version: str | None = None
@@ -90,13 +92,19 @@ class NvmlBackend:
             raise BackendUnavailable("The NVIDIA driver is loaded but reports no GPUs.")
         self._nvml = nvml
         try:
-            self.driver_version = _text(nvml.nvmlSystemGetDriverVersion())
+            self.driver_version = text(nvml.nvmlSystemGetDriverVersion())
         except nvml.NVMLError:
             self.driver_version = None
         self._handles = [self._handle(i) for i in range(count)]
+        self._mig = [[] for _ in range(count)]
+        self._max_clocks = [(None, None)] * count
         self._devices = [self._describe(i) for i in range(count)]
+        self._xid = XidEvents(nvml, self._handles, [d["uuid"] for d in self._devices])
 
     def close(self) -> None:
+        if self._xid is not None:
+            self._xid.close()
+            self._xid = None
         if self._nvml is not None:
             with contextlib.suppress(Exception):  # shutting down: nothing to do with an error
                 self._nvml.nvmlShutdown()
@@ -108,6 +116,8 @@ class NvmlBackend:
         return list(self._devices)
 
     def read(self, known_pids: Iterable[int] = ()) -> list[GpuReading]:
+        if self._xid is not None:
+            self._xid.drain()
         readings: list[GpuReading] = []
         for index in range(len(self._handles)):
             try:
@@ -125,29 +135,37 @@ class NvmlBackend:
 
     def _describe(self, index: int) -> Device:
         handle = self._handles[index]
+        migs = mig_handles(self._nvml, handle) if handle is not None else []
+        info = describe_gpu(self._nvml, index, handle, migs)
+        self._mig[index] = [(m, h) for m, (_, h) in zip(info.mig, migs, strict=True)]
         device: Device = {
             "index": index,
-            "name": None,
-            "uuid": None,
+            "name": info.name,
+            "uuid": info.uuid,
             "mem_total_mb": None,
             "power_limit_w": None,
+            "mig": [
+                {"index": m.index, "uuid": m.uuid, "name": m.name, "mem_total_mb": m.mem_total_mb}
+                for m in info.mig
+            ],
         }
         if handle is None:
             return device
         try:
-            name = self._call(index, "name", self._nvml.nvmlDeviceGetName, handle)
-            uuid = self._call(index, "uuid", self._nvml.nvmlDeviceGetUUID, handle)
             memory = self._call(index, "memory", self._nvml.nvmlDeviceGetMemoryInfo, handle)
             limit = self._call(
                 index, "power_limit", self._nvml.nvmlDeviceGetEnforcedPowerLimit, handle
             )
+            self._max_clocks[index] = max_clocks(self._nvml, self._caller(index), handle)
         except _GpuLost:
             return device
-        device["name"] = _text(name) if name is not None else None
-        device["uuid"] = _text(uuid) if uuid is not None else None
         device["mem_total_mb"] = mb(memory.total) if memory is not None else None
         device["power_limit_w"] = r1(limit / 1000) if limit is not None else None
         return device
+
+    def _caller(self, index: int) -> Callable[..., Any]:
+        """``_call`` for one GPU, as health readings take it: ``(what, fn, *args)``."""
+        return lambda what, fn, *args: self._call(index, what, fn, *args)
 
     def _call(self, index: int, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """One NVML call: NotSupported and other per-metric errors → None; lost GPU → _GpuLost."""
@@ -185,6 +203,8 @@ class NvmlBackend:
         power = self._call(index, "power", nvml.nvmlDeviceGetPowerUsage, handle)
         limit = self._call(index, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
         processes = self._processes(index, handle)
+        xid = self._xid.logs[index] if self._xid is not None else None
+        health = read_health(nvml, self._caller(index), handle, self._max_clocks[index], xid)
         return {
             "index": index,
             "util_pct": r1(util.gpu) if util is not None else None,
@@ -196,7 +216,23 @@ class NvmlBackend:
             "power_limit_w": r1(limit / 1000) if limit is not None else None,
             "lost": False,
             "processes": processes,
+            "health": health,
+            "mig": self._mig_readings(index),
         }
+
+    def _mig_readings(self, index: int) -> list[MigReading]:
+        readings: list[MigReading] = []
+        for mig, handle in self._mig[index]:
+            memory = self._call(index, "MIG memory", self._nvml.nvmlDeviceGetMemoryInfo, handle)
+            readings.append(
+                {
+                    "index": mig.index,
+                    "uuid": mig.uuid,
+                    "mem_used_mb": mb(memory.used) if memory is not None else None,
+                    "mem_total_mb": mb(memory.total) if memory is not None else None,
+                }
+            )
+        return readings
 
     def _processes(self, index: int, handle: Any) -> list[GpuProcess]:
         nvml = self._nvml
@@ -219,6 +255,7 @@ class NvmlBackend:
                 "user": None,
                 "command": None,
                 "kernel": None,
+                "run": None,
             }
             for pid, used in sorted(by_pid.items())
         ]
@@ -236,4 +273,6 @@ def _lost_reading(index: int, device: Device) -> GpuReading:
         "power_limit_w": None,
         "lost": True,
         "processes": [],
+        "health": None,
+        "mig": [],
     }

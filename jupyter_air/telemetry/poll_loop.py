@@ -106,7 +106,7 @@ class PollLoop:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         if self._in_flight is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._in_flight), timeout=5)
         executor, self._executor = self._executor, None
         if executor is not None:
@@ -128,16 +128,21 @@ class PollLoop:
         with self._lock:
             return [hold.reason for hold in self._holds]
 
+    @property
+    def watched(self) -> bool:
+        """Whether a client asked for data within the idle timeout (holds not counted): what
+        tells node agents to sample."""
+        if self._last_activity is None:
+            return False
+        return self.idle_timeout_s <= 0 or (
+            self._clock() - self._last_activity < self.idle_timeout_s
+        )
+
     def _idle(self) -> bool:
         with self._lock:
             if self._holds:
                 return False
-        if self.idle_timeout_s <= 0:
-            return self._last_activity is None
-        return (
-            self._last_activity is None
-            or self._clock() - self._last_activity >= self.idle_timeout_s
-        )
+        return not self.watched
 
     # clients -------------------------------------------------------------------------------
     def touch(self) -> bool:
@@ -251,4 +256,5 @@ class PollLoop:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=due)
                 continue
-            await self._sample()
+            # shielded: stopping the loop lets a sample in flight finish before NVML closes
+            await asyncio.shield(self._sample())

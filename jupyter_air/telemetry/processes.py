@@ -1,4 +1,5 @@
-"""Who a GPU process is: name, user, command, and the Jupyter kernel (notebook) that owns it.
+"""Who a GPU process is: name, user, command, the Jupyter kernel (notebook) that owns it, and the
+MLflow run, rank and job it works for (``attribution.py``).
 
 A process belongs to a kernel when it is the kernel or one of its descendants (a DataLoader worker,
 a rank started from a notebook). Inside containers NVML reports host PIDs that may not exist here:
@@ -12,16 +13,23 @@ from typing import TypeVar
 
 import psutil
 
+from .attribution import RunOwners
 from .samples import GpuProcess, KernelOwner
 
 _COMMAND_MAX = 200
 T = TypeVar("T")
 
 
-def describe(processes: list[GpuProcess], owners: Mapping[int, KernelOwner]) -> list[GpuProcess]:
+def describe(
+    processes: list[GpuProcess],
+    owners: Mapping[int, KernelOwner],
+    runs: RunOwners | None = None,
+) -> list[GpuProcess]:
+    runs = runs or RunOwners()
     described: list[GpuProcess] = []
     for proc in processes:
         entry: GpuProcess = dict(proc)  # type: ignore[assignment]
+        entry["run"] = None
         try:
             p = psutil.Process(proc["pid"])
             with p.oneshot():
@@ -30,6 +38,7 @@ def describe(processes: list[GpuProcess], owners: Mapping[int, KernelOwner]) -> 
                 cmdline = _safe(p.cmdline)
                 entry["command"] = " ".join(cmdline)[:_COMMAND_MAX] if cmdline else None
             entry["kernel"] = owner_of(p, owners)
+            entry["run"] = runs.of(p, stop_at=owners.keys())
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             entry["kernel"] = owners.get(proc["pid"])
         described.append(entry)

@@ -8,17 +8,25 @@ once, so host metrics keep flowing and nothing retries in a loop.
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .backends import BackendUnavailable, GpuBackend, NoGpuBackend
+from .attribution import RunOwners
+from .contract import BackendUnavailable, GpuBackend, NoGpuBackend
 from .host import HostSampler
 from .processes import describe
 from .samples import Device, KernelOwner, Sample
 
 log = logging.getLogger(__name__)
+
+
+def default_node_name() -> str:
+    """The host name, as a node name (letters, digits, '.', '_', '-'; at most 128)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()).lstrip("._-")[:128]
+    return name or "node"
 
 
 class Sampler:
@@ -30,10 +38,11 @@ class Sampler:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.backend: GpuBackend = backend
-        self.node = node or socket.gethostname()
+        self.node = node or default_node_name()
         self._host = host or HostSampler()
         self._clock = clock
         self._started = False
+        self._runs = RunOwners()
         self.count = 0
 
     def _ensure_started(self) -> None:
@@ -55,7 +64,8 @@ class Sampler:
         gpus = self.backend.read(known_pids=owners.keys())
         for gpu in gpus:
             if gpu.get("processes"):
-                gpu["processes"] = describe(gpu["processes"], owners)
+                gpu["processes"] = describe(gpu["processes"], owners, self._runs)
+        self._runs.keep_only({p["pid"] for gpu in gpus for p in gpu.get("processes", ())})
         self.count += 1
         return {
             "t": round(self._clock(), 3),

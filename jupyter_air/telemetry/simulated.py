@@ -43,6 +43,7 @@ class SimulatedBackend:
                 "uuid": f"GPU-51m0000-0000-0000-0000-{i:012d}",
                 "mem_total_mb": _MEM_TOTAL_MB,
                 "power_limit_w": _POWER_LIMIT_W,
+                "mig": [],
             }
             for i in range(self.count)
         ]
@@ -69,6 +70,7 @@ class SimulatedBackend:
                     "user": None,
                     "command": None,
                     "kernel": None,
+                    "run": None,
                 }
                 for pid in pids
                 if pid % self.count == i

@@ -1,21 +1,23 @@
 """Whether this machine has the accelerators a workload asks for, and which GPUs each node gets.
 
-GPUs are counted through NVML (no CUDA initialisation, so a kernel that checks stays fork-safe),
-limited to ``CUDA_VISIBLE_DEVICES`` when the submitting process has it. ``accelerator_type`` is
-``GPU`` (any), ``CPU`` (no GPU at all) or a model name matched against NVML's device names
-(``H100`` matches "NVIDIA H100 80GB HBM3"). Jobs share GPUs: this is a check that they exist, not
-a scheduler. The inventory is a parameter, so tests can pretend to have "2 x A100".
+GPUs come from the one inventory (``telemetry/inventory.py``: NVML, no CUDA initialisation, so a
+kernel that checks stays fork-safe), limited to what ``CUDA_VISIBLE_DEVICES`` names when the
+submitting process has it (MIG instances included, counted as ``.distributed()`` counts them).
+``accelerator_type`` is ``GPU`` (any), ``CPU`` (no GPU at all) or a model name matched against
+NVML's device names (``H100`` matches "NVIDIA H100 80GB HBM3"). Jobs share GPUs: this is a check
+that they exist, not a scheduler. The inventory is a parameter, so tests can pretend to have
+"2 x A100".
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ..telemetry.inventory import read_inventory
 
 if TYPE_CHECKING:
     from .spec import Compute
@@ -26,6 +28,7 @@ class Gpu:
     index: int  # NVML index (PCI bus order), what CUDA_VISIBLE_DEVICES names with PCI_BUS_ID order
     name: str
     uuid: str = ""
+    mig: str | None = None  # the MIG instance's UUID when this is a MIG instance of GPU ``index``
 
 
 @dataclass
@@ -50,43 +53,21 @@ class CapacityError(RuntimeError):
 def gpu_inventory(nvml: Any = None, environ: Mapping[str, str] | None = None) -> GpuInventory:
     """The GPUs this process may use, from NVML (``nvml``: a pynvml-like module, for tests)."""
     env = os.environ if environ is None else environ
-    try:
-        module = nvml or importlib.import_module("pynvml")
-    except ImportError:
-        return GpuInventory([], "nvidia-ml-py is not installed, so GPUs cannot be counted")
-    try:
-        module.nvmlInit()
-    except Exception as error:
-        return GpuInventory([], f"NVML is unavailable: {error}")
-    gpus: list[Gpu] = []
-    try:
-        for index in range(module.nvmlDeviceGetCount()):
-            handle = module.nvmlDeviceGetHandleByIndex(index)
-            gpus.append(Gpu(index, _text(module.nvmlDeviceGetName(handle)), _uuid(module, handle)))
-    except Exception as error:
-        return GpuInventory(gpus, f"NVML stopped answering: {error}")
-    finally:
-        with contextlib.suppress(Exception):
-            module.nvmlShutdown()
-    return _visible(gpus, env.get("CUDA_VISIBLE_DEVICES"))
-
-
-def _visible(gpus: list[Gpu], visible: str | None) -> GpuInventory:
-    if visible is None:
-        return GpuInventory(gpus)
-    entries = [e.strip() for e in visible.split(",") if e.strip()]
-    chosen: list[Gpu] = []
-    for entry in entries:
-        if entry.isdigit():
-            match = next((g for g in gpus if g.index == int(entry)), None)
-        elif entry.startswith("GPU-"):
-            match = next((g for g in gpus if g.uuid.startswith(entry)), None)
-        else:  # MIG instances and other forms: not mapped, keep what NVML sees
-            return GpuInventory(gpus, f"CUDA_VISIBLE_DEVICES={visible} is not mapped")
-        if match is None:
-            break  # CUDA ignores entries from the first invalid one on
-        chosen.append(match)
-    return GpuInventory(chosen, f"limited by CUDA_VISIBLE_DEVICES={visible}")
+    setting = env.get("CUDA_VISIBLE_DEVICES")
+    devices, reason = read_inventory(nvml).visible(setting)
+    gpus = [
+        Gpu(
+            d.gpu.index,
+            d.name,
+            (d.mig.uuid if d.mig is not None else d.gpu.uuid) or "",
+            (d.mig.uuid or d.id) if d.mig is not None else None,
+        )
+        for d in devices
+    ]
+    if reason is not None:
+        return GpuInventory(gpus, reason)
+    limited = None if setting is None else f"limited by CUDA_VISIBLE_DEVICES={setting}"
+    return GpuInventory(gpus, limited)
 
 
 def assign_gpus(compute: Compute, inventory: GpuInventory) -> list[list[Gpu]]:
@@ -116,20 +97,18 @@ def assign_gpus(compute: Compute, inventory: GpuInventory) -> list[list[Gpu]]:
             "accelerator_type: CPU to run without GPUs."
         )
     n = compute.num_accelerators
-    return [matching[k * n : (k + 1) * n] for k in range(compute.num_nodes)]
+    chosen = matching[: n * compute.num_nodes]
+    mig = [g.mig for g in chosen if g.mig]
+    if mig:
+        raise CapacityError(
+            f"This workload would get MIG instances ({', '.join(mig)}, from "
+            "CUDA_VISIBLE_DEVICES), but workload nodes are given whole GPUs by index. Name whole "
+            "GPUs in CUDA_VISIBLE_DEVICES (or unset it), or use .distributed(), which runs on "
+            "MIG instances."
+        )
+    return [chosen[k * n : (k + 1) * n] for k in range(compute.num_nodes)]
 
 
 def cuda_visible_devices(gpus: list[Gpu]) -> str:
     """``CUDA_VISIBLE_DEVICES`` for a node (empty: no GPU visible)."""
     return ",".join(str(g.index) for g in gpus)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _uuid(module: Any, handle: Any) -> str:
-    try:
-        return _text(module.nvmlDeviceGetUUID(handle))
-    except Exception:
-        return ""
