@@ -2,7 +2,7 @@
 
 An attempt with ``num_nodes: N`` reserves N bundles — ``{GPU: num_accelerators, CPU: 1}``, or
 ``{CPU: 1}`` without GPUs — in a STRICT_SPREAD placement group, so every node of the workload is
-a different Ray node; one ``NodeAgent`` actor is pinned to each bundle and runs that node's
+a different Ray node; one ``NodeRunner`` actor is pinned to each bundle and runs that node's
 command (ray_node.py). Node 0's IP and a port free there are the rendezvous (``MASTER_ADDR``,
 ``PET_MASTER_ADDR``…); ``CUDA_VISIBLE_DEVICES`` is what Ray assigned to the bundle.
 
@@ -142,7 +142,7 @@ class RayBackend:
         from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from .ray_node import NodeAgent
+        from .ray_node import NodeRunner
 
         self.connect()
         shape = bundle(launch.accelerators, launch.uses_gpus)
@@ -161,7 +161,7 @@ class RayBackend:
                 f"nodes within {timeout:.0f} s ({type(error).__name__}); the cluster has "
                 f"{self.describe()}"
             ) from None
-        agent_class = ray.remote(NodeAgent)
+        runner_class = ray.remote(NodeRunner)
         actors = []
         for index, node in enumerate(launch.nodes):
             options: dict[str, Any] = {
@@ -173,7 +173,7 @@ class RayBackend:
                 ),
             }
             actors.append(
-                agent_class.options(**options).remote(
+                runner_class.options(**options).remote(
                     launch.job_id, launch.attempt, node.node, launch.uses_gpus
                 )
             )

@@ -30,7 +30,7 @@ from .base import node_environment
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
 
 
-class NodeAgent:
+class NodeRunner:
     def __init__(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
         from ..workloads.logfile import LogWriter
 

@@ -95,6 +95,16 @@ class JupyterAir(ExtensionApp):
         help="Seconds the embedded MLflow server may take to answer before it is restarted.",
     )
 
+    cluster = Unicode(
+        "",
+        config=True,
+        help="Where workloads run when their YAML does not say (compute.backend): '' (this "
+        "machine, or the Ray cluster of RAY_ADDRESS when it is set), 'ray' (the Ray cluster of "
+        "RAY_ADDRESS, or Ray's own discovery), or a Ray address (ray://head:10001, "
+        "10.0.0.5:6379). Kernels and terminals get it as JUPYTER_AIR_CLUSTER; see "
+        "docs/clusters.md.",
+    )
+
     log_retention_days = Float(
         60.0,
         config=True,
@@ -188,6 +198,8 @@ class JupyterAir(ExtensionApp):
         )
         kernel_env["JUPYTER_AIR_DATA_DIR"] = str(data_dir)
         kernel_env["JUPYTER_AIR_LOG_RETENTION_DAYS"] = f"{self.log_retention_days:g}"
+        if self.cluster:
+            kernel_env["JUPYTER_AIR_CLUSTER"] = self.cluster
         self._environ_before = {name: os.environ.get(name) for name in kernel_env}
         os.environ.update(kernel_env)
         # once the server's event loop runs: hold GPU sampling while this node trains
