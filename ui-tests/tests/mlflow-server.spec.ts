@@ -287,13 +287,16 @@ pwTest(
     const response = await saved;
     pwExpect(response.status()).toBe(200);
     pwExpect(response.request().headers()['x-xsrftoken']).toBeTruthy();
+    await pwExpect(dialog).toBeHidden({ timeout: 30_000 });
     await pwExpect(mlflow.getByText('verified')).toBeVisible();
 
     const tags = await promisify(execFile)(python, [
       '-c',
-      'import json, sys; from mlflow import MlflowClient; ' +
-        'print(json.dumps(MlflowClient(sys.argv[1]).get_run(sys.argv[2]).data.tags))',
-      tracking,
+      'import json, os, sys; from pathlib import Path; from mlflow import MlflowClient; ' +
+        'from jupyter_air.mlflow_server.records import ServerFiles; ' +
+        'os.environ.update(ServerFiles(Path(sys.argv[1]) / "mlflow").endpoint().env()); ' +
+        'print(json.dumps(MlflowClient().get_run(sys.argv[2]).data.tags))',
+      serverDataDir(prefixBase),
       runId
     ]);
     const stored = JSON.parse(tags.stdout.trim().split('\n').pop()!);
