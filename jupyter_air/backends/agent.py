@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..api.enums import JobStatus
 from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError
 
 log = logging.getLogger(__name__)
 
-SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
+SUCCEEDED, FAILED, CANCELLED = JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED
 TICK_S = 2.0  # how often the hooks' tick runs (the log index, heartbeats)
 
 

@@ -21,12 +21,13 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import ValidationError
 
+from ..api import endpoints
 from ..telemetry.agent import AUTH_SCHEME
 from ..telemetry.models import IngestRequest
 from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
 from .gpu_service import GpuService, NodeConflict
 
-AUTH_RESOURCE = "air-telemetry"
+AUTH_RESOURCE = endpoints.TELEMETRY
 OFFLOAD_MIN_BYTES = 64 * 1024  # bigger reports (a backlog) are decoded off the event loop
 MAX_PROBLEMS = 3
 

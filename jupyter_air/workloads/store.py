@@ -19,17 +19,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-PENDING = "PENDING"
-RUNNING = "RUNNING"
-SUCCEEDED = "SUCCEEDED"
-FAILED = "FAILED"
-CANCELLED = "CANCELLED"
-JOB_STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED)
-TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
+# the statuses of a job run (api/enums.py), by the names the workloads code uses
+PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
+JOB_STATUSES = tuple(JobStatus)
+TERMINAL = JOB_TERMINAL
+ACTIVE = JOB_ACTIVE
 
 _SCHEMA = [
     """CREATE TABLE jobs (
@@ -130,6 +129,11 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE attempts ADD COLUMN hosts TEXT",  # per node, comma-separated
         "ALTER TABLE nodes ADD COLUMN host TEXT",
         "ALTER TABLE nodes ADD COLUMN machine TEXT",  # the backend's name for it (Ray node id)
+    ],
+    3: [
+        # the supervisor's heartbeat (workloads/heartbeat.py): reads tell a stale job run
+        # from the times alone
+        "ALTER TABLE jobs ADD COLUMN supervisor_seen_at REAL",
     ],
 }
 MAX_WARNINGS = 50
@@ -233,6 +237,7 @@ class JobRun:
     runs_closed_at: float | None = None
     backend: str | None = None
     cluster: str | None = None
+    supervisor_seen_at: float | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
