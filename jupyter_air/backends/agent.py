@@ -152,7 +152,7 @@ class GroupAgent:
                 if self.cancelled():
                     return Outcome(CANCELLED, self.cancel_reason())
             if deadline is not None and time.monotonic() > deadline:
-                minutes = f"{self.timeout_s / 60:g}"
+                minutes = f"{(self.timeout_s or 0) / 60:g}"
                 return Outcome(
                     FAILED, f"timed out after {minutes} min (timeout_minutes)", timed_out=True
                 )

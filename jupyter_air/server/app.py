@@ -165,6 +165,7 @@ class JupyterAir(ExtensionApp):
 
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
+        assert serverapp is not None  # an extension's settings are made by its server
         owners = functools.partial(
             kernel_owners,
             getattr(serverapp, "kernel_manager", None),

@@ -69,7 +69,7 @@ class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
             raise tornado.web.HTTPError(403)
         node = await self._agent_node()
         user = User(username=f"agent:{node}", name=node) if node else None
-        self.current_user = self._jupyter_current_user = user  # type: ignore[assignment]
+        self.current_user = self._jupyter_current_user = user
         self.agent_node = node
         if user is None:
             raise tornado.web.HTTPError(

@@ -19,6 +19,7 @@ import math
 import os
 import time
 import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +52,14 @@ class MlflowService:
         data_dir: Path,
         embedded: bool = True,
         start_timeout_s: float = 180.0,
-        environ: dict[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        environ = os.environ if environ is None else environ
+        env = os.environ if environ is None else environ
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
-        self.user_uri = environ.get("MLFLOW_TRACKING_URI") or None
+        self.user_uri = env.get("MLFLOW_TRACKING_URI") or None
         # the credentials this server's own client sends to the user's server (MLflow reads
         # them from the environment); the UI proxy sends them too
-        self.user_token = environ.get("MLFLOW_TRACKING_TOKEN") or None
+        self.user_token = env.get("MLFLOW_TRACKING_TOKEN") or None
         self.process: EmbeddedMlflow | None = None
         if self.user_uri:
             self.mode = MlflowMode.EXTERNAL

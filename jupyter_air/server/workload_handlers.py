@@ -47,10 +47,10 @@ class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
     auth_resource = WORKLOADS_RESOURCE
     workload_id: str | None = None
 
-    def prepare(self) -> Any:
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
         # known before authorisation, for authorizers that decide per job run
         self.workload_id = (self.path_kwargs or {}).get("workload_id")
-        return super().prepare()
+        await super().prepare(*args, **kwargs)
 
     @property
     def service(self) -> WorkloadService:
@@ -167,7 +167,8 @@ class WorkloadLogsHandler(_LogsBase):
             )  # fmt: skip
             if page.lines or page.complete or after is None or time.monotonic() >= deadline:
                 break
-            if self.request.connection is None or self.request.connection.stream.closed():
+            stream = getattr(self.request.connection, "stream", None)  # HTTP/1's IOStream
+            if stream is None or stream.closed():
                 return  # the client went away while waiting
             await asyncio.sleep(0.5)
         self.set_header("Cache-Control", "no-store")

@@ -388,18 +388,8 @@ class JobStore:
         with_attempts: bool = True,
     ) -> list[JobRun]:
         """Job runs, newest first; ``status``: one or several statuses."""
-        where, args = [], []
-        if status:
-            statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' * len(statuses))})")
-            args.extend(statuses)
-        if experiment:
-            where.append("experiment_name = ?")
-            args.append(experiment)
-        sql = "SELECT * FROM jobs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?"
+        where, args = _job_filter(status, experiment)
+        sql = "SELECT * FROM jobs" + where + " ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?"
         args.extend([max(0, int(limit)), max(0, int(offset))])
         with self._connect() as conn:
             jobs = [_job(row) for row in conn.execute(sql, args)]
@@ -412,15 +402,8 @@ class JobStore:
     def count_jobs(
         self, *, status: str | Iterable[str] | None = None, experiment: str | None = None
     ) -> int:
-        where, args = [], []
-        if status:
-            statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' * len(statuses))})")
-            args.extend(statuses)
-        if experiment:
-            where.append("experiment_name = ?")
-            args.append(experiment)
-        sql = "SELECT COUNT(*) FROM jobs" + (" WHERE " + " AND ".join(where) if where else "")
+        where, args = _job_filter(status, experiment)
+        sql = "SELECT COUNT(*) FROM jobs" + where
         with self._connect() as conn:
             return int(conn.execute(sql, args).fetchone()[0])
 
@@ -634,7 +617,8 @@ class JobStore:
             )
 
     def log_files(self, job_id: str, attempt: int | None = None) -> list[LogFile]:
-        sql, args = "SELECT * FROM log_files WHERE job_id = ?", [job_id]
+        sql = "SELECT * FROM log_files WHERE job_id = ?"
+        args: list[str | int] = [job_id]
         if attempt is not None:
             sql += " AND attempt = ?"
             args.append(attempt)
@@ -659,6 +643,23 @@ class JobStore:
 
 
 _LOG_KEY = frozenset({"job_id", "attempt", "node"})
+
+
+def _job_filter(
+    status: str | Iterable[str] | None, experiment: str | None
+) -> tuple[str, list[str | int]]:
+    """The ``WHERE`` clause (empty, or starting with a space) and its arguments for job runs of
+    ``status`` (one or several) and ``experiment``."""
+    where: list[str] = []
+    args: list[str | int] = []
+    if status:
+        statuses = [status] if isinstance(status, str) else list(status)
+        where.append(f"status IN ({', '.join('?' * len(statuses))})")
+        args.extend(statuses)
+    if experiment:
+        where.append("experiment_name = ?")
+        args.append(experiment)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
 
 
 def _job(row: sqlite3.Row) -> JobRun:

@@ -126,18 +126,7 @@ def _attempt(job: JobRun, attempt: Attempt, conn: Connection | None, now: float)
         ended_at=attempt.ended_at,
         duration_s=duration_s(attempt, now),
         backend=attempt.backend or "local",
-        nodes=[
-            JobNode(
-                node=n.node,
-                pid=n.pid,
-                gpus=n.gpus,
-                exit_code=n.exit_code,
-                signal=n.signal,
-                host=n.host,
-                machine=n.machine,
-            )
-            for n in attempt.nodes
-        ],
+        nodes=[JobNode.model_validate(n, from_attributes=True) for n in attempt.nodes],
         links=RunLinks(**links),
     )
 
