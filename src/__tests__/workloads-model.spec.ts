@@ -170,8 +170,8 @@ describe('WorkloadsModel', () => {
     model.setStatusFilter('ACTIVE');
     await advance(0);
     expect(server.calls[server.calls.length - 1].status).toEqual([
-      'RUNNING',
-      'PENDING'
+      'PENDING',
+      'RUNNING'
     ]);
     expect(model.state).toBe('empty');
   });

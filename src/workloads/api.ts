@@ -14,7 +14,7 @@ export interface IWorkloadsQuery {
   offset: number;
 }
 
-/** The query string of a list call (`status=RUNNING%2CPENDING&limit=50&offset=0`). */
+/** The query string of a list call (`status=PENDING%2CRUNNING&limit=50&offset=0`). */
 export function workloadsQueryString(query: IWorkloadsQuery): string {
   const params = new URLSearchParams();
   if (query.status && query.status.length > 0) {
