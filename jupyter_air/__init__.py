@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .lazy import lazy_exports
+
 if TYPE_CHECKING:
     from .launch.decorator import distributed
 
@@ -27,13 +29,8 @@ except ImportError:  # pragma: no cover - only in a source tree that was never b
 __all__ = ["__version__", "distributed"]
 
 
-def __getattr__(name: str) -> Any:
-    """``from jupyter_air import distributed``: loaded on first use (no torch, no mlflow)."""
-    if name == "distributed":
-        from .launch.decorator import distributed
-
-        return distributed
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``from jupyter_air import distributed``: loaded on first use (no torch, no mlflow)
+__getattr__ = lazy_exports(__name__, {"distributed": "launch.decorator"})
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -1,7 +1,7 @@
 """``air agent`` (report this node's GPUs to a Jupyter server) and ``air agent-token``
 (mint, list or revoke the per-node tokens agents authenticate with, on the Jupyter host).
 
-Registered in ``cli.py``'s parser; the agent itself is ``telemetry/agent.py``.
+Registered in the ``air`` parser (``cli/parser.py``); the agent itself is ``telemetry/agent.py``.
 """
 
 from __future__ import annotations

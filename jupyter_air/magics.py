@@ -208,6 +208,8 @@ def _notebook_experiment() -> str:
 
 # following ----------------------------------------------------------------------------------
 def _watch(store: JobStore, job: JobRun) -> None:
+    from .api.enums import JobStatus
+    from .rendering import outcome_text
     from .workloads.jobs import cancel
 
     _show_job(job)
@@ -219,14 +221,15 @@ def _watch(store: JobStore, job: JobRun) -> None:
         raise WorkloadCancelled(
             f"job run {job.id} {ended.status} (interrupted): {ended.reason}"
         ) from None
-    if final.status == "SUCCEEDED":
-        print(f"Job run {final.id} SUCCEEDED: {final.reason}", flush=True)
+    if final.status == JobStatus.SUCCEEDED:
+        print(outcome_text(final), flush=True)
         return
-    error = WorkloadCancelled if final.status == "CANCELLED" else WorkloadFailed
+    error = WorkloadCancelled if final.status == JobStatus.CANCELLED else WorkloadFailed
     raise error(f"job run {final.id} {final.status}: {final.reason}. Logs: air logs {final.id}")
 
 
 def _stream(store: JobStore, job: JobRun) -> JobRun:
+    from .api.enums import JobStatus
     from .workloads.follow import AttemptEnded, AttemptStarted, JobEnded, follow
     from .workloads.logquery import LogLine
 
@@ -246,7 +249,7 @@ def _stream(store: JobStore, job: JobRun) -> JobRun:
         elif isinstance(event, AttemptEnded):
             attempt = event.attempt
             _show_run(event.job, attempt, displays.get(attempt.attempt))
-            if attempt.status == "FAILED" and attempt.attempt < total:
+            if attempt.status == JobStatus.FAILED and attempt.attempt < total:
                 print(
                     f"Attempt {attempt.attempt} failed ({attempt.reason}); retrying.",
                     file=sys.stderr,

@@ -41,6 +41,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   touch "$stamp"
 fi
 
+echo "==> Writing the API's JSON Schema and TypeScript types from its models"
+python scripts/api_types.py
+
 echo "==> Building the frontend"
 jlpm build
 jupyter labextension develop --overwrite . >/dev/null 2>&1

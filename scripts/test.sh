@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test suite: lint (ruff, prettier, eslint), jest, Galata in Chromium, then pytest
+# Runs every test suite: lint (ruff, mypy, prettier, eslint), jest, Galata in Chromium, then pytest
 # last so that its closing "N passed" line ends the output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ source scripts/env.sh
 echo "==> Lint"
 ruff check .
 ruff format --check .
+mypy
 jlpm lint:check
 
 echo "==> jest"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 
@@ -29,11 +28,10 @@ def air_config(tmp_path) -> dict:
 
 async def test_a_hold_file_keeps_sampling_awake_without_any_client(jp_serverapp, tmp_path):
     gpu = jp_serverapp.web_app.settings["jupyter_air"]["gpu"]
-    # kernels are told where to put holds
-    assert os.environ["JUPYTER_AIR_DATA_DIR"] == str(tmp_path / "air")
     assert gpu.poll_loop.samples_taken == 0  # nobody asked: nothing sampled
 
-    hold = HoldFile.create("distributed train() — run baseline")
+    # where kernels are told to put holds (JUPYTER_AIR_DATA_DIR, see test_workload_api)
+    hold = HoldFile.create("distributed train() — run baseline", data_dir=tmp_path / "air")
     assert hold.path is not None and hold.path.parent == holds_folder(tmp_path / "air")
     assert await wait_until(lambda: gpu.poll_loop.held_by == [hold.reason])
     taken = gpu.poll_loop.samples_taken
@@ -47,7 +45,7 @@ async def test_a_hold_file_keeps_sampling_awake_without_any_client(jp_serverapp,
 
 
 async def test_the_api_says_what_holds_sampling(jp_fetch, tmp_path):
-    with HoldFile.create("workload w-42"):
+    with HoldFile.create("workload w-42", data_dir=tmp_path / "air"):
         await asyncio.sleep(2.5)
         body = json.loads((await jp_fetch("air", "api", "gpu")).body)
     assert body["held_by"] == ["workload w-42"]

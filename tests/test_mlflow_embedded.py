@@ -39,13 +39,20 @@ async def wait_ready(jp_fetch, timeout: float = 150.0) -> dict:
 async def test_embedded_server_lifecycle_proxy_and_kernel_env(
     jp_fetch, jp_serverapp, jp_base_url, tmp_path
 ):
+    from kernel_support import kernel_environ
+
     service = jp_serverapp.web_app.settings["jupyter_air"]["mlflow"]
     assert service.mode == "embedded"
-    # kernels inherit these from the server's environment
-    assert os.environ["MLFLOW_TRACKING_URI"] == service.process.url
-    assert os.environ["JUPYTER_AIR_MLFLOW_UI"] == f"{jp_base_url}air/mlflow/"
-    assert os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] == "true"
-    assert os.environ["JUPYTER_AIR_BASE_URL"] == jp_base_url
+    # kernels get these through the server's kernel manager
+    env = await kernel_environ(jp_serverapp)
+    assert env["MLFLOW_TRACKING_URI"] == service.process.url
+    assert env["MLFLOW_TRACKING_TOKEN"] == service.process.token
+    assert env["JUPYTER_AIR_MLFLOW_UI"] == f"{jp_base_url}air/mlflow/"
+    assert env["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] == "true"
+    assert env["JUPYTER_AIR_BASE_URL"] == jp_base_url
+    # and the server's own process keeps its environment: no token in it
+    assert os.environ.get("MLFLOW_TRACKING_URI") != service.process.url
+    assert os.environ.get("MLFLOW_TRACKING_TOKEN") != service.process.token
 
     first = json.loads((await jp_fetch("air", "api", "mlflow")).body)
     assert first["state"] in ("starting", "ready")

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 from tornado.httpclient import HTTPClientError
@@ -77,6 +76,17 @@ def start(store: JobStore, text: str, mlflow_server) -> str:
 
 def body(response) -> dict:
     return json.loads(response.body)
+
+
+async def wait_status(jp_fetch, job_id: str, status: str, timeout: float) -> dict:
+    """The job run once ``GET air/api/workloads/{id}`` says ``status``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job = body(await jp_fetch("air", "api", "workloads", job_id))
+        if job["status"] == status:
+            return job
+        assert time.monotonic() < deadline, f"still {job['status']} after {timeout} s: {job}"
+        await asyncio.sleep(0.2)
 
 
 async def test_list_read_and_logs_of_a_two_node_job(jp_fetch, store, mlflow_server, jp_base_url):
@@ -167,12 +177,12 @@ async def test_follow_a_running_job_by_long_poll_then_cancel(jp_fetch, store, ml
         assert time.monotonic() - started < 30
     assert seen[:3] == ["tick 0", "tick 1", "tick 2"]
 
-    job = body(
-        await jp_fetch(
-            "air", "api", "workloads", job_id, "cancel", method="POST", body=b"", request_timeout=60
-        )
-    )
-    assert job["status"] == "CANCELLED"
+    # the request is answered at once (202), the job run still stopping; it is followed by GET
+    started = time.monotonic()
+    asked = await jp_fetch("air", "api", "workloads", job_id, "cancel", method="POST", body=b"")
+    assert asked.code == 202 and time.monotonic() - started < 5
+    assert body(asked)["cancel_requested"] is True
+    job = await wait_status(jp_fetch, job_id, "CANCELLED", 60)
     for attempt in job["attempts"]:
         for node in attempt["nodes"]:
             assert node["pid"] is None or not _alive(node["pid"])
@@ -295,11 +305,18 @@ class TestPerJobAccess:
             DenyLogsOfOneWorkload.denied = None
 
 
-def test_retention_setting_reaches_kernels(jp_serverapp):
-    import os
+async def test_kernels_get_the_data_folder_and_retention_not_the_server_process(
+    jp_serverapp, tmp_path
+):
+    from kernel_support import kernel_environ
 
-    assert os.environ["JUPYTER_AIR_LOG_RETENTION_DAYS"] == "60"
-    assert Path(os.environ["JUPYTER_AIR_DATA_DIR"]).name == "air"
+    env = await kernel_environ(jp_serverapp)
+    assert env["JUPYTER_AIR_LOG_RETENTION_DAYS"] == "60"
+    assert env["JUPYTER_AIR_DATA_DIR"] == str(tmp_path / "air")
+    assert env["PATH"] == os.environ["PATH"]  # the rest is the server's environment
+    # given through the kernel manager: the server's own environment is left as it was
+    assert "JUPYTER_AIR_DATA_DIR" not in os.environ
+    assert "JUPYTER_AIR_LOG_RETENTION_DAYS" not in os.environ
 
 
 async def test_logs_the_server_may_not_read_are_a_403_that_says_so(

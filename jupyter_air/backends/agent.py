@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..api.enums import JobStatus
 from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError
 
 log = logging.getLogger(__name__)
 
-SUCCEEDED, FAILED, CANCELLED = "SUCCEEDED", "FAILED", "CANCELLED"
+SUCCEEDED, FAILED, CANCELLED = JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED
 TICK_S = 2.0  # how often the hooks' tick runs (the log index, heartbeats)
 
 
@@ -151,7 +152,7 @@ class GroupAgent:
                 if self.cancelled():
                     return Outcome(CANCELLED, self.cancel_reason())
             if deadline is not None and time.monotonic() > deadline:
-                minutes = f"{self.timeout_s / 60:g}"
+                minutes = f"{(self.timeout_s or 0) / 60:g}"
                 return Outcome(
                     FAILED, f"timed out after {minutes} min (timeout_minutes)", timed_out=True
                 )

@@ -109,7 +109,7 @@ def _record_elastic_stops(run_dir: RunDir) -> None:
             record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
         return original(pcontext, death_sig, *args, **kwargs)
 
-    api.PContext.close = close  # type: ignore[method-assign]
+    api.PContext.close = close  # type: ignore[method-assign,assignment]
 
 
 def _describe_failure(error: BaseException) -> dict[str, Any]:

@@ -88,7 +88,7 @@ class MlflowGuard:
         fluent.end_run = end_run
         fluent.set_experiment = set_experiment
         fluent._jupyter_air_guard = self
-        mlflow = sys.modules.get("mlflow")
+        mlflow: Any = sys.modules.get("mlflow")
         if mlflow is not None and hasattr(mlflow, "end_run"):  # imported from fluent before us
             mlflow.end_run = end_run
             mlflow.set_experiment = set_experiment

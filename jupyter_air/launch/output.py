@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from .rundir import RunDir
 
@@ -70,7 +70,7 @@ class RankFile:
         self.path = path
         self.rank = rank
         self.cell = cell
-        self._file = None
+        self._file: BinaryIO | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
         self._pending_since = 0.0

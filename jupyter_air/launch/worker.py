@@ -140,7 +140,7 @@ def _write_error(run_dir: RunDir, rank: int, error: BaseException, skip_frames: 
     }
     write_atomic(run_dir.error(rank), pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
     # one line in the rank's log; the traceback is in the error the kernel raises
-    summary = (record["message"].splitlines() or [""])[0][:300]
+    summary = (str(record["message"]).splitlines() or [""])[0][:300]
     print(f"{type(error).__name__}: {summary}", file=sys.stderr, flush=True)
 
 

@@ -25,12 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..api.enums import MlflowState
 from ..pids import is_running, process_start_time
 
 TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"  # what MLflow's client sends as "Authorization: Bearer"
 HOST = "127.0.0.1"
 
-STARTING, READY, FAILED, STOPPED = "starting", "ready", "failed", "stopped"
+STARTING, READY, FAILED, STOPPED = (
+    MlflowState.STARTING, MlflowState.READY, MlflowState.FAILED, MlflowState.STOPPED
+)  # fmt: skip
 
 
 def mlflow_folder(data_dir: str | os.PathLike[str]) -> Path:

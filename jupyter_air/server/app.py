@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import re
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from ..workloads.paths import data_dir as air_data_dir
 from ..workloads.paths import record_server
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
+from .kernel_env import KernelEnvironment
 from .kernel_owners import kernel_owners
 from .mlflow_handlers import mlflow_handlers
 from .mlflow_service import MlflowService
@@ -165,6 +165,7 @@ class JupyterAir(ExtensionApp):
 
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
+        assert serverapp is not None  # an extension's settings are made by its server
         owners = functools.partial(
             kernel_owners,
             getattr(serverapp, "kernel_manager", None),
@@ -190,8 +191,9 @@ class JupyterAir(ExtensionApp):
         )
         # started (or joined) first: its address and token go to kernels
         self.mlflow.start()
-        # Kernels inherit the server's environment: this is how `mlflow.start_run()` typed in a
-        # notebook finds the tracking server, and how run links find the UI.
+        # What `mlflow.start_run()` typed in a notebook needs to find the tracking server, and
+        # run links the UI: given to kernels and terminals through their managers (the server
+        # process's own environment stays as it was).
         kernel_env = self.mlflow.kernel_environment(
             server_url=getattr(serverapp, "custom_display_url", "") or None,
             root_dir=getattr(serverapp, "root_dir", None),
@@ -200,8 +202,10 @@ class JupyterAir(ExtensionApp):
         kernel_env["JUPYTER_AIR_LOG_RETENTION_DAYS"] = f"{self.log_retention_days:g}"
         if self.cluster:
             kernel_env["JUPYTER_AIR_CLUSTER"] = self.cluster
-        self._environ_before = {name: os.environ.get(name) for name in kernel_env}
-        os.environ.update(kernel_env)
+        self.kernel_env = KernelEnvironment(kernel_env)
+        self.kernel_env.install_kernels(getattr(serverapp, "kernel_manager", None))
+        # once the server's event loop runs: every extension is loaded (the terminals' too)
+        IOLoop.current().add_callback(self._install_terminals)
         # once the server's event loop runs: hold GPU sampling while this node trains
         IOLoop.current().add_callback(self.gpu.watch_hold_files, data_dir)
         self.workloads = WorkloadService(
@@ -213,7 +217,7 @@ class JupyterAir(ExtensionApp):
             mlflow_ready=lambda: self.mlflow.ready,
         )
         IOLoop.current().add_callback(self.workloads.start_purging)
-        IOLoop.current().add_callback(self.workloads.start_reconciling)
+        IOLoop.current().add_callback(self.workloads.start_watching)
         # so that `air` in a plain shell finds this data folder
         self._server_record: Path | None = None
         try:
@@ -227,6 +231,11 @@ class JupyterAir(ExtensionApp):
             "workloads": self.workloads,
         }
 
+    def _install_terminals(self) -> None:
+        settings = getattr(self.serverapp, "web_app", None)
+        terminals = settings.settings.get("terminal_manager") if settings is not None else None
+        self.kernel_env.install_terminals(terminals)
+
     def initialize_handlers(self) -> None:
         self.handlers.extend(gpu_handlers())
         self.handlers.extend(mlflow_handlers())
@@ -238,9 +247,8 @@ class JupyterAir(ExtensionApp):
             record.unlink(missing_ok=True)
         await self.workloads.stop()
         await self.gpu.stop()
+        await self.mlflow.close()
         await asyncio.get_running_loop().run_in_executor(None, self.mlflow.stop)
-        for name, value in getattr(self, "_environ_before", {}).items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        kernel_env = getattr(self, "kernel_env", None)
+        if kernel_env is not None:
+            kernel_env.uninstall()

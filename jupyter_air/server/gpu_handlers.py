@@ -14,10 +14,11 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 
+from ..api import endpoints
 from .gpu_ingest import TelemetryIngestHandler
 from .gpu_service import GpuService
 
-AUTH_RESOURCE = "air-gpu"
+AUTH_RESOURCE = endpoints.GPU
 
 
 class _GpuHandler(ExtensionHandlerMixin, APIHandler):

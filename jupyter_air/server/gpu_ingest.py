@@ -21,12 +21,13 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import ValidationError
 
+from ..api import endpoints
 from ..telemetry.agent import AUTH_SCHEME
 from ..telemetry.models import IngestRequest
 from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
 from .gpu_service import GpuService, NodeConflict
 
-AUTH_RESOURCE = "air-telemetry"
+AUTH_RESOURCE = endpoints.TELEMETRY
 OFFLOAD_MIN_BYTES = 64 * 1024  # bigger reports (a backlog) are decoded off the event loop
 MAX_PROBLEMS = 3
 
@@ -68,7 +69,7 @@ class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
             raise tornado.web.HTTPError(403)
         node = await self._agent_node()
         user = User(username=f"agent:{node}", name=node) if node else None
-        self.current_user = self._jupyter_current_user = user  # type: ignore[assignment]
+        self.current_user = self._jupyter_current_user = user
         self.agent_node = node
         if user is None:
             raise tornado.web.HTTPError(

@@ -18,13 +18,23 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server_proxy.handlers import ProxyHandler
 
-from .mlflow_service import RUN_STATUSES, MlflowService, run_summary
+from ..api import endpoints
+from ..api.enums import MlflowState
+from ..api.mlflow import (
+    ExperimentRef,
+    ExperimentsPayload,
+    MlflowStatus,
+    RunPayload,
+    RunsPayload,
+)
+from .mlflow_queries import NOT_FOUND, MlflowError, MlflowUnreachable
+from .mlflow_service import RUN_STATUSES, MlflowService
 from .mlflow_xsrf import add_xsrf_script
 
 log = logging.getLogger(__name__)
 
-MLFLOW_RESOURCE = "air-mlflow"
-RUNS_RESOURCE = "air-runs"
+MLFLOW_RESOURCE = endpoints.MLFLOW
+RUNS_RESOURCE = endpoints.RUNS
 
 
 def _service(handler: tornado.web.RequestHandler) -> MlflowService:
@@ -39,15 +49,15 @@ class MlflowStatusHandler(ExtensionHandlerMixin, APIHandler):
     async def get(self) -> None:
         service = _service(self)
         status = service.status()
-        if status["state"] == "external":
-            status["reachable"] = await service.reachable()
-        self.finish(json.dumps(status))
+        if status.state == MlflowState.EXTERNAL:
+            status.reachable = await service.reachable()
+        self.finish(status.model_dump_json())
 
 
 class _RunsBase(ExtensionHandlerMixin, APIHandler):
     auth_resource = RUNS_RESOURCE
 
-    async def _not_ready(self, service: MlflowService) -> dict[str, Any] | None:
+    async def _not_ready(self, service: MlflowService) -> MlflowStatus | None:
         """The status to answer with when MLflow cannot be queried now, else None."""
         if not service.ready:
             return service.status()
@@ -55,20 +65,9 @@ class _RunsBase(ExtensionHandlerMixin, APIHandler):
             return self._unreachable(service, ConnectionError("no answer to /health"))
         return None
 
-    async def _finished_while_not_ready(self, service: MlflowService, answer: dict) -> bool:
-        """When MLflow cannot be queried now, answer with what is known and say so."""
-        not_ready = await self._not_ready(service)
-        if not_ready is None:
-            return False
-        answer["mlflow"] = not_ready
-        self.finish(json.dumps(answer))
-        return True
-
-    def _unreachable(self, service: MlflowService, error: Exception) -> dict[str, Any]:
-        status = service.status()
-        status["state"] = "failed"
-        status["error"] = f"MLflow at {status['tracking_uri']} did not answer: {error}"
-        log.warning("jupyter-air: %s", status["error"])
+    def _unreachable(self, service: MlflowService, error: Exception) -> MlflowStatus:
+        status = service.unreachable(error)
+        log.warning("jupyter-air: %s", status.error)
         return status
 
 
@@ -76,8 +75,6 @@ class RunsHandler(_RunsBase):
     @tornado.web.authenticated
     @authorized
     async def get(self) -> None:
-        from mlflow.exceptions import MlflowException
-
         service = _service(self)
         notebook = self.get_query_argument("notebook", None)
         experiment_id = self.get_query_argument("experiment_id", None)
@@ -97,46 +94,38 @@ class RunsHandler(_RunsBase):
 
         from ..tracking.naming import current_user, default_experiment_name
 
-        answer: dict[str, Any] = {
-            "mlflow": service.status(),
-            "experiment": None,
-            "experiment_name": default_experiment_name(notebook, current_user())
-            if notebook
-            else None,
-            "runs": [],
-            "truncated": False,
-        }
-        if await self._finished_while_not_ready(service, answer):
+        answer = RunsPayload(
+            mlflow=service.status(),
+            experiment_name=default_experiment_name(notebook, current_user()) if notebook else None,
+        )
+        not_ready = await self._not_ready(service)
+        if not_ready is not None:
+            answer.mlflow = not_ready
+            self.finish(answer.model_dump_json())
             return
         try:
             if experiment_id:
-                experiment = await service.run_blocking(
-                    lambda: service.client.get_experiment(experiment_id)
-                )
+                experiment: ExperimentRef | None = await service.get_experiment(experiment_id)
+                assert experiment is not None
                 name = experiment.name
             else:
-                experiment, name = await service.run_blocking(
-                    service.experiment_for_notebook, notebook
-                )
-            answer["experiment_name"] = name
+                assert notebook is not None
+                experiment, name = await service.experiment_for_notebook(notebook)
+            answer.experiment_name = name
             if experiment is not None:
-                answer["experiment"] = {
-                    "experiment_id": experiment.experiment_id,
-                    "name": experiment.name,
-                }
-                runs, truncated = await service.run_blocking(
-                    service.list_runs, experiment.experiment_id, status and status.upper(), limit
+                answer.experiment = experiment
+                answer.runs, answer.truncated = await service.list_runs(
+                    experiment.experiment_id, status and status.upper(), limit
                 )
-                answer["runs"], answer["truncated"] = runs, truncated
-        except MlflowException as error:
-            if error.error_code == "RESOURCE_DOES_NOT_EXIST":
+        except MlflowUnreachable as error:
+            answer.mlflow = self._unreachable(service, error)
+        except MlflowError as error:
+            if error.code == NOT_FOUND:
                 raise tornado.web.HTTPError(
                     404, f"No MLflow experiment with id {experiment_id!r}"
                 ) from None
-            answer["mlflow"] = self._unreachable(service, error)
-        except OSError as error:
-            answer["mlflow"] = self._unreachable(service, error)
-        self.finish(json.dumps(answer))
+            answer.mlflow = self._unreachable(service, error)
+        self.finish(answer.model_dump_json())
 
 
 class RunHandler(_RunsBase):
@@ -146,41 +135,39 @@ class RunHandler(_RunsBase):
     @tornado.web.authenticated
     @authorized
     async def get(self, run_id: str) -> None:
-        from mlflow.exceptions import MlflowException
-
         service = _service(self)
-        answer: dict[str, Any] = {"mlflow": service.status(), "run": None}
-        if await self._finished_while_not_ready(service, answer):
+        answer = RunPayload(mlflow=service.status())
+        not_ready = await self._not_ready(service)
+        if not_ready is not None:
+            answer.mlflow = not_ready
+            self.finish(answer.model_dump_json())
             return
         try:
-            run = await service.run_blocking(service.client.get_run, run_id)
-            answer["run"] = run_summary(run)
-        except MlflowException as error:
-            if error.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            answer.run = await service.get_run(run_id)
+        except MlflowUnreachable as error:
+            answer.mlflow = self._unreachable(service, error)
+        except MlflowError as error:
+            if error.code in (NOT_FOUND, "INVALID_PARAMETER_VALUE"):
                 raise tornado.web.HTTPError(404, f"No MLflow run {run_id!r}") from None
-            answer["mlflow"] = self._unreachable(service, error)
-        except OSError as error:
-            answer["mlflow"] = self._unreachable(service, error)
-        self.finish(json.dumps(answer))
+            answer.mlflow = self._unreachable(service, error)
+        self.finish(answer.model_dump_json())
 
 
 class ExperimentsHandler(_RunsBase):
     @tornado.web.authenticated
     @authorized
     async def get(self) -> None:
-        from mlflow.exceptions import MlflowException
-
         service = _service(self)
-        answer: dict[str, Any] = {"mlflow": service.status(), "experiments": []}
+        answer = ExperimentsPayload(mlflow=service.status())
         not_ready = await self._not_ready(service)
         if not_ready is not None:
-            answer["mlflow"] = not_ready
+            answer.mlflow = not_ready
         else:
             try:
-                answer["experiments"] = await service.run_blocking(service.list_experiments)
-            except (MlflowException, OSError) as error:
-                answer["mlflow"] = self._unreachable(service, error)
-        self.finish(json.dumps(answer))
+                answer.experiments = await service.list_experiments()
+            except MlflowError as error:
+                answer.mlflow = self._unreachable(service, error)
+        self.finish(answer.model_dump_json())
 
 
 STARTING_PAGE = """<!doctype html>
@@ -247,12 +234,12 @@ class MlflowProxyHandler(ProxyHandler):
         if service.ready:
             return False
         status = service.status()
-        if status["state"] == "starting":
-            title = f"MLflow is starting ({status['elapsed_s'] or 0:.0f} s)…"
+        if status.state == MlflowState.STARTING:
+            title = f"MLflow is starting ({status.elapsed_s or 0:.0f} s)…"
             detail = "This page reloads by itself when it is ready (usually 5 to 60 s)."
         else:
             title = "MLflow is not running"
-            detail = html.escape(status.get("error") or "The tracking server stopped.")
+            detail = html.escape(status.error or "The tracking server stopped.")
         self.set_status(503)
         self.set_header("Retry-After", "2")
         if "text/html" in self.request.headers.get("Accept", ""):
@@ -260,7 +247,7 @@ class MlflowProxyHandler(ProxyHandler):
             self.finish(STARTING_PAGE.format(title=html.escape(title), detail=detail))
         else:
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": title, "mlflow": status}))
+            self.finish(json.dumps({"message": title, "mlflow": status.model_dump(mode="json")}))
         return True
 
     def proxy_request_options(self) -> dict[str, Any]:

@@ -9,19 +9,22 @@ Modes:
   directly; a non-http store (sqlite:, file:, databricks) has no UI link.
 - ``disabled``: no URI and the embedded server turned off.
 
-MLflow client calls block, so they run on a thread, never on the event loop.
+The run queries go through MLflow's REST API without a thread (``mlflow_queries.py``); answers
+are the models of ``jupyter_air.api.mlflow``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import math
 import os
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..api.enums import MlflowMode, MlflowState, RunStatus
+from ..api.mlflow import Experiment, ExperimentRef, MlflowRunLinks, MlflowStatus, RunSummary
 from ..mlflow_server.records import mlflow_folder
 from ..tracking.links import redacted, run_links
 from ..tracking.naming import (
@@ -32,10 +35,11 @@ from ..tracking.naming import (
     current_user,
     default_experiment_name,
 )
-from .mlflow_process import READY, EmbeddedMlflow, healthy
+from .mlflow_process import READY, EmbeddedMlflow
+from .mlflow_queries import MlflowQueries
 
 UI_PATH = "air/mlflow/"
-RUN_STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
+RUN_STATUSES = tuple(RunStatus)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _METRICS_SHOWN = 4
 
@@ -48,24 +52,23 @@ class MlflowService:
         data_dir: Path,
         embedded: bool = True,
         start_timeout_s: float = 180.0,
-        environ: dict[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        environ = os.environ if environ is None else environ
+        env = os.environ if environ is None else environ
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
-        self.user_uri = environ.get("MLFLOW_TRACKING_URI") or None
+        self.user_uri = env.get("MLFLOW_TRACKING_URI") or None
         # the credentials this server's own client sends to the user's server (MLflow reads
         # them from the environment); the UI proxy sends them too
-        self.user_token = environ.get("MLFLOW_TRACKING_TOKEN") or None
+        self.user_token = env.get("MLFLOW_TRACKING_TOKEN") or None
         self.process: EmbeddedMlflow | None = None
         if self.user_uri:
-            self.mode = "external"
+            self.mode = MlflowMode.EXTERNAL
         elif embedded:
-            self.mode = "embedded"
+            self.mode = MlflowMode.EMBEDDED
             self.process = EmbeddedMlflow(mlflow_folder(data_dir), start_timeout_s=start_timeout_s)
         else:
-            self.mode = "disabled"
-        self._client: Any = None
-        self._client_uri: str | None = None
+            self.mode = MlflowMode.DISABLED
+        self.queries = MlflowQueries(lambda: self.tracking_uri, lambda: self.token)
         self._external_health: tuple[float, bool] | None = None
 
     # where things are ----------------------------------------------------------------------
@@ -82,7 +85,7 @@ class MlflowService:
         ``MLFLOW_TRACKING_TOKEN`` for their own server."""
         if self.process is not None:
             return self.process.token
-        return self.user_token if self.mode == "external" else None
+        return self.user_token if self.mode == MlflowMode.EXTERNAL else None
 
     @property
     def proxy_target(self) -> tuple[str, int] | None:
@@ -138,129 +141,142 @@ class MlflowService:
             self.process.stop()
 
     # status --------------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self) -> MlflowStatus:
         base: dict[str, Any] = {
             "mode": self.mode,
             "tracking_uri": redacted(self.tracking_uri),
             "ui": self.ui,
-            "elapsed_s": None,
-            "error": None,
-            "restarts": 0,
         }
         if self.process is not None:
-            base.update(self.process.status())
-            return base
-        if self.mode == "disabled":
-            base["state"] = "disabled"
-            base["error"] = (
-                "MLflow is turned off (JupyterAir.mlflow_embedded = False) and "
-                "MLFLOW_TRACKING_URI is not set."
+            return MlflowStatus(**base, **self.process.status())
+        if self.mode == MlflowMode.DISABLED:
+            return MlflowStatus(
+                **base,
+                state=MlflowState.DISABLED,
+                error="MLflow is turned off (JupyterAir.mlflow_embedded = False) and "
+                "MLFLOW_TRACKING_URI is not set.",
             )
-            return base
-        base["state"] = "external"
-        return base
+        return MlflowStatus(**base, state=MlflowState.EXTERNAL)
+
+    def unreachable(self, error: Exception) -> MlflowStatus:
+        """The status when a query got no answer, saying why."""
+        status = self.status()
+        message = f"MLflow at {status.tracking_uri} did not answer: {error}"
+        return status.model_copy(update={"state": MlflowState.FAILED, "error": message})
 
     @property
     def ready(self) -> bool:
         if self.process is not None:
             return self.process.state == READY
-        return self.mode == "external"
+        return self.mode == MlflowMode.EXTERNAL
 
     async def reachable(self) -> bool:
-        """For an external http server: does it answer (cached for 10 s)."""
-        if self.mode != "external" or not self.user_uri:
+        """For an external server: does it answer (cached for 10 s)."""
+        if self.mode != MlflowMode.EXTERNAL or not self.user_uri:
             return self.ready
-        if not self.user_uri.startswith(("http://", "https://")):
-            return True
         now = time.monotonic()
         if self._external_health and now - self._external_health[0] < 10:
             return self._external_health[1]
-        ok = await asyncio.get_running_loop().run_in_executor(
-            None, healthy, self.user_uri.rstrip("/"), 3.0
-        )
+        ok = await self.queries.healthy()
         self._external_health = (now, ok)
         return ok
 
-    # queries (blocking: call through `run_blocking`) ---------------------------------------
-    @property
-    def client(self) -> Any:
-        """MLflow's client for this server's queries (a new one when the server moved)."""
-        if self._client is None or self._client_uri != self.tracking_uri:
-            from mlflow.tracking import MlflowClient
+    async def close(self) -> None:
+        await self.queries.close()
 
-            self._client_uri = self.tracking_uri
-            self._client = MlflowClient(tracking_uri=self.tracking_uri)
-        return self._client
-
-    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
-
-    def experiment_for_notebook(self, path: str) -> tuple[Any | None, str]:
+    # queries -------------------------------------------------------------------------------
+    async def experiment_for_notebook(self, path: str) -> tuple[ExperimentRef | None, str]:
         """The experiment a notebook's runs are in: the one of its most recent run tagged with
         the notebook, else the notebook's default experiment (which may not exist yet)."""
-        client = self.client
-        experiments = client.search_experiments(max_results=1000)
+        queries = self.queries
+        experiments = await queries.search_experiments(1000, [])
         if experiments:
-            runs = client.search_runs(
-                [e.experiment_id for e in experiments],
-                filter_string=f"tags.`{TAG_NOTEBOOK}` = '{_quote(path)}'",
-                order_by=["attributes.start_time DESC"],
-                max_results=1,
+            runs = await queries.search_runs(
+                [str(e["experiment_id"]) for e in experiments],
+                f"tags.`{TAG_NOTEBOOK}` = '{_quote(path)}'",
+                ["attributes.start_time DESC"],
+                1,
             )
             if runs:
-                experiment = client.get_experiment(runs[0].info.experiment_id)
+                experiment = _experiment(
+                    await queries.get_experiment(str(runs[0]["info"]["experiment_id"]))
+                )
                 return experiment, experiment.name
         name = default_experiment_name(path, current_user())
-        return client.get_experiment_by_name(name), name
+        found = await queries.get_experiment_by_name(name)
+        return (_experiment(found) if found is not None else None), name
 
-    def list_runs(
+    async def get_experiment(self, experiment_id: str) -> ExperimentRef:
+        return _experiment(await self.queries.get_experiment(experiment_id))
+
+    async def list_runs(
         self, experiment_id: str, status: str | None = None, limit: int = 100
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[RunSummary], bool]:
         filter_string = f"attributes.status = '{status}'" if status else ""
-        runs = self.client.search_runs(
-            [experiment_id],
-            filter_string=filter_string,
-            order_by=["attributes.start_time DESC"],
-            max_results=limit + 1,
+        runs = await self.queries.search_runs(
+            [experiment_id], filter_string, ["attributes.start_time DESC"], limit + 1
         )
         return [run_summary(run) for run in runs[:limit]], len(runs) > limit
 
-    def list_experiments(self, limit: int = 200) -> list[dict[str, Any]]:
+    async def get_run(self, run_id: str) -> RunSummary:
+        return run_summary(await self.queries.get_run(run_id))
+
+    async def list_experiments(self, limit: int = 200) -> list[Experiment]:
+        found = await self.queries.search_experiments(limit, ["last_update_time DESC"])
         return [
-            {
-                "experiment_id": e.experiment_id,
-                "name": e.name,
-                "last_update_time": e.last_update_time,
-            }
-            for e in self.client.search_experiments(
-                max_results=limit, order_by=["last_update_time DESC"]
+            Experiment(
+                experiment_id=str(e["experiment_id"]),
+                name=e["name"],
+                last_update_time=_int(e.get("last_update_time")),
             )
+            for e in found
         ]
 
 
-def run_summary(run: Any) -> dict[str, Any]:
-    info, data = run.info, run.data
-    metrics = {k: v for k, v in sorted(data.metrics.items()) if not k.startswith("system/")}
+def run_summary(run: dict[str, Any]) -> RunSummary:
+    """A run as MLflow's REST API gives it (``runs/get``, ``runs/search``), summarised."""
+    info, data = run["info"], run.get("data") or {}
+    all_tags = {t["key"]: t["value"] for t in data.get("tags", [])}
+    metrics = {
+        m["key"]: _finite(m.get("value"))
+        for m in sorted(data.get("metrics", []), key=lambda m: m["key"])
+        if not m["key"].startswith("system/")
+    }
     shown = dict(list(metrics.items())[:_METRICS_SHOWN])
-    tags = {
-        k: v
-        for k, v in data.tags.items()
-        if k
-        in (TAG_NOTEBOOK, TAG_LAUNCHER, TAG_JOB, TAG_ATTEMPT, "mlflow.parentRunId", "mlflow.user")
-    }
-    return {
-        "run_id": info.run_id,
-        "run_name": info.run_name,
-        "status": info.status,
-        "start_time": info.start_time,
-        "end_time": info.end_time,
-        "experiment_id": info.experiment_id,
-        "parent_run_id": data.tags.get("mlflow.parentRunId"),
-        "job_id": data.tags.get(TAG_JOB),  # a workload attempt's job run
-        "metrics": shown,
-        "tags": tags,
-        "links": run_links(info.experiment_id, info.run_id),
-    }
+    kept = (TAG_NOTEBOOK, TAG_LAUNCHER, TAG_JOB, TAG_ATTEMPT, "mlflow.parentRunId", "mlflow.user")
+    run_id = info.get("run_id") or info["run_uuid"]
+    experiment_id = str(info["experiment_id"])
+    return RunSummary(
+        run_id=run_id,
+        run_name=info.get("run_name") or all_tags.get("mlflow.runName", ""),
+        status=info["status"],
+        start_time=_int(info.get("start_time")),
+        end_time=_int(info.get("end_time")),
+        experiment_id=experiment_id,
+        parent_run_id=all_tags.get("mlflow.parentRunId"),
+        job_id=all_tags.get(TAG_JOB),  # a workload attempt's job run
+        metrics=shown,
+        tags={k: v for k, v in all_tags.items() if k in kept},
+        links=MlflowRunLinks(**run_links(experiment_id, run_id)),
+    )
+
+
+def _experiment(data: dict[str, Any]) -> ExperimentRef:
+    return ExperimentRef(experiment_id=str(data["experiment_id"]), name=data["name"])
+
+
+def _int(value: Any) -> int | None:
+    """An int64 of MLflow's JSON (a number, or a string of digits)."""
+    return int(value) if value not in (None, "") else None
+
+
+def _finite(value: Any) -> float | None:
+    """A metric value; None for NaN and infinities (``"NaN"`` in MLflow's JSON)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _quote(value: str) -> str:

@@ -11,20 +11,22 @@ outside a job's log folder.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 
+from ..api import endpoints
+from ..api.enums import JobStatus
 from .workload_service import WorkloadService
 
-WORKLOADS_RESOURCE = "air-workloads"
-LOGS_RESOURCE = "air-logs"
+WORKLOADS_RESOURCE = endpoints.WORKLOADS
+LOGS_RESOURCE = endpoints.LOGS
 NO_LOG_ACCESS = (
     "You don't have access to these logs. Access to an experiment does not include the logs of "
     "its workloads: ask the workload's owner or the administrator of this Jupyter server for "
@@ -38,16 +40,17 @@ UNREADABLE_LOGS = (
 )
 MAX_WAIT_S = 30.0
 _JOB_ID = r"(?P<workload_id>[^/]+)"
+T = TypeVar("T")
 
 
 class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
     auth_resource = WORKLOADS_RESOURCE
     workload_id: str | None = None
 
-    def prepare(self) -> Any:
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
         # known before authorisation, for authorizers that decide per job run
         self.workload_id = (self.path_kwargs or {}).get("workload_id")
-        return super().prepare()
+        await super().prepare(*args, **kwargs)
 
     @property
     def service(self) -> WorkloadService:
@@ -67,14 +70,14 @@ class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
             )
         return value
 
-    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run a blocking store/log call off the event loop, mapping its errors to HTTP."""
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking store/log call on the service's executor, mapping its errors to
+        HTTP."""
         from ..workloads import InvalidQuery, JobNotFound
         from ..workloads.paths import InvalidJobId
 
-        loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(None, lambda: fn(*args, **kwargs))
+            return await self.service.call(fn, *args, **kwargs)
         except (JobNotFound, InvalidJobId):
             raise tornado.web.HTTPError(
                 404, f"No workload {self.workload_id!r} on this server"
@@ -87,14 +90,12 @@ class WorkloadsHandler(_WorkloadBase):
     @tornado.web.authenticated
     @authorized
     async def get(self) -> None:
-        from ..workloads.store import JOB_STATUSES
-
         statuses = [s.strip().upper() for s in self.get_query_argument("status", "").split(",")]
         statuses = [s for s in statuses if s]
-        unknown = [s for s in statuses if s not in JOB_STATUSES]
+        unknown = [s for s in statuses if s not in list(JobStatus)]
         if unknown:
             raise tornado.web.HTTPError(
-                400, f"'status' must be among {', '.join(JOB_STATUSES)} (got {unknown[0]!r})"
+                400, f"'status' must be among {', '.join(JobStatus)} (got {unknown[0]!r})"
             )
         experiment = self.get_query_argument("experiment", None) or None
         limit = self._int("limit", 50, 1, 500)
@@ -103,27 +104,32 @@ class WorkloadsHandler(_WorkloadBase):
             self.service.list, status=statuses or None, experiment=experiment,
             limit=limit, offset=offset,
         )  # fmt: skip
-        self.finish(json.dumps(answer))
+        self.finish(answer.model_dump_json())
 
 
 class WorkloadHandler(_WorkloadBase):
     @tornado.web.authenticated
     @authorized
     async def get(self, workload_id: str) -> None:
-        self.finish(json.dumps(await self._call(self.service.get, workload_id)))
+        self.finish((await self._call(self.service.get, workload_id)).model_dump_json())
 
 
 class WorkloadCancelHandler(_WorkloadBase):
+    """Asks for the cancellation and answers at once: 202 with the job run while it stops
+    (the panel follows it with ``GET``), 200 when it had already ended."""
+
     @tornado.web.authenticated
     @authorized
     async def post(self, workload_id: str) -> None:
-        self.finish(json.dumps(await self._call(self.service.cancel, workload_id)))
+        job, asked = await self._call(self.service.cancel, workload_id)
+        self.set_status(202 if asked else 200)
+        self.finish(job.model_dump_json())
 
 
 class _LogsBase(_WorkloadBase):
     auth_resource = LOGS_RESOURCE
 
-    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return await super()._call(fn, *args, **kwargs)
         except PermissionError:  # the log files, not the job store
@@ -159,13 +165,14 @@ class WorkloadLogsHandler(_LogsBase):
                 self.service.logs, workload_id, after=after, before=before, tail=tail,
                 limit=limit, **filters,
             )  # fmt: skip
-            if page["lines"] or page["complete"] or after is None or time.monotonic() >= deadline:
+            if page.lines or page.complete or after is None or time.monotonic() >= deadline:
                 break
-            if self.request.connection is None or self.request.connection.stream.closed():
+            stream = getattr(self.request.connection, "stream", None)  # HTTP/1's IOStream
+            if stream is None or stream.closed():
                 return  # the client went away while waiting
             await asyncio.sleep(0.5)
         self.set_header("Cache-Control", "no-store")
-        self.finish(json.dumps(page))
+        self.finish(page.model_dump_json())
 
 
 class WorkloadLogsDownloadHandler(_LogsBase):
@@ -177,11 +184,10 @@ class WorkloadLogsDownloadHandler(_LogsBase):
         self.set_header("Content-Type", "text/plain; charset=utf-8")
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
         self.set_header("X-Content-Type-Options", "nosniff")
-        loop = asyncio.get_running_loop()
         done = object()
         while True:
             try:
-                chunk = await loop.run_in_executor(None, next, chunks, done)
+                chunk = await self.service.call(next, chunks, done)
             except PermissionError:
                 if self._headers_written:
                     raise

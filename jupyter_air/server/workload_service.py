@@ -1,10 +1,15 @@
 """The workloads of this Jupyter server's data folder, as its REST API answers them: job runs
-as JSON with links into this server's MLflow UI, log pages, downloads, cancellation; and two
-background tasks: the daily purge of old logs, and the reconciliation of MLflow runs that ended
-job runs left open while MLflow did not answer (at start, then every 30 s while there are
-some; in a process of its own, ``python -m jupyter_air.workloads.reconcile``).
+(``jupyter_air.api.workloads``) with links into this server's MLflow UI, log pages, downloads,
+cancellation; and the two background tasks: the daily purge of old logs, and the watch that
+every ``WATCH_EVERY_S`` ends the job runs whose supervisor is gone or did not carry out a
+cancellation in time (``jobs.check_active``: process scans and signals), and every
+``RECONCILE_EVERY_S`` closes the MLflow runs that ended job runs left open while MLflow did not
+answer (in a process of its own, ``python -m jupyter_air.workloads.reconcile``).
 
-Every method blocks (SQLite, files, process signals): the handlers call them on a thread.
+Reads only read: a job run is answered as the store has it, with its supervisor's staleness from
+its heartbeat (``workloads/heartbeat.py``). Every blocking call (SQLite, files, process signals)
+runs on this service's own bounded executor (``call``), never on the event loop and never on its
+default executor, so slow workload calls cannot hold up other endpoints, nor they these.
 """
 
 from __future__ import annotations
@@ -13,14 +18,27 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ..api.logs import LogPage
+    from ..api.workloads import Job, JobDetail, WorkloadsPage
+    from ..workloads.connection import Connection
+    from ..workloads.retention import PurgeReport
+    from ..workloads.store import JobStore
 
 log = logging.getLogger(__name__)
 
 DAY_S = 86400.0
+WATCH_EVERY_S = 5.0
 RECONCILE_EVERY_S = 30.0
+WORKERS = 4  # at most this many workload calls at once; more wait their turn
+
+T = TypeVar("T")
 
 
 class WorkloadService:
@@ -33,6 +51,7 @@ class WorkloadService:
         tracking_uri: Callable[[], str | None],
         retention_days: float = 60.0,
         mlflow_ready: Callable[[], bool] = lambda: True,
+        workers: int = WORKERS,
     ) -> None:
         self.data_dir = data_dir
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -40,20 +59,28 @@ class WorkloadService:
         self._tracking_uri = tracking_uri
         self.retention_days = retention_days
         self._mlflow_ready = mlflow_ready
-        self._store: Any = None
+        self._store: JobStore | None = None
+        # threads start on the first call, not here
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="air-workloads")
         self._purger: asyncio.Task[None] | None = None
-        self._reconciler: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
         self.reconciled: list[str] = []  # what the passes said (the last few), for people
+        self.watch_passes = 0
 
     @property
-    def store(self) -> Any:
+    def store(self) -> JobStore:
         if self._store is None:
-            from ..workloads import JobStore
+            from ..workloads.store import JobStore
 
             self._store = JobStore.for_data_dir(self.data_dir)
         return self._store
 
-    def _connection(self) -> Any:
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on this service's executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    def _connection(self) -> Connection:
         from ..workloads.connection import Connection
 
         return Connection(
@@ -63,51 +90,56 @@ class WorkloadService:
             source="server",
         )
 
-    # job runs ------------------------------------------------------------------------------
+    # job runs (blocking: call them through `call`) -------------------------------------------
     def list(
         self, *, status: list[str] | None, experiment: str | None, limit: int, offset: int
-    ) -> dict[str, Any]:
-        from ..workloads import job_json, list_jobs
+    ) -> WorkloadsPage:
+        from ..api.workloads import WorkloadsPage
+        from ..workloads.views import job_view
 
-        jobs = list_jobs(
-            self.store, status=status, experiment=experiment, limit=limit, offset=offset
-        )
+        store = self.store
+        jobs = store.list_jobs(status=status, experiment=experiment, limit=limit, offset=offset)
         connection = self._connection()
-        return {
-            "workloads": [job_json(job, connection) for job in jobs],
-            "total": self.store.count_jobs(status=status, experiment=experiment),
-            "limit": limit,
-            "offset": offset,
-        }
+        return WorkloadsPage(
+            workloads=[job_view(job, connection) for job in jobs],
+            total=store.count_jobs(status=status, experiment=experiment),
+            limit=limit,
+            offset=offset,
+        )
 
-    def get(self, job_id: str) -> dict[str, Any]:
-        from ..workloads import get_job, job_json
+    def get(self, job_id: str) -> JobDetail:
+        from ..workloads.views import job_detail
 
-        job = get_job(self.store, self._checked(job_id))
-        return {**job_json(job, self._connection()), "spec_yaml": job.spec_yaml}
+        return job_detail(self.store.get_job(self._checked(job_id)), self._connection())
 
-    def cancel(self, job_id: str) -> dict[str, Any]:
-        from ..workloads import cancel, job_json
+    def cancel(self, job_id: str) -> tuple[Job, bool]:
+        """Ask for the cancellation (``jobs.request_cancel``): the job run at once, and whether
+        it was still active (the background watch follows it through)."""
+        from ..workloads.jobs import request_cancel
+        from ..workloads.views import job_view
 
-        job = cancel(self.store, self._checked(job_id))
-        return job_json(job, self._connection())
+        job = request_cancel(self.store, self._checked(job_id))
+        return job_view(job, self._connection()), not job.finished
 
     # logs ----------------------------------------------------------------------------------
-    def logs(self, job_id: str, **query: Any) -> dict[str, Any]:
+    def logs(self, job_id: str, **query: Any) -> LogPage:
+        from ..api.logs import LogPage
         from ..workloads import query_logs
 
-        return query_logs(self.store, self._checked(job_id), **query).to_dict()
+        page = query_logs(self.store, self._checked(job_id), **query)
+        return LogPage.model_validate(page, from_attributes=True)
 
     def download(self, job_id: str, **filters: Any) -> tuple[str, Iterator[bytes]]:
         """The attachment's file name and the matching lines, chunk by chunk."""
-        from ..workloads import download_logs, get_job
+        from ..workloads import download_logs, query_logs
 
-        job = get_job(self.store, self._checked(job_id))
+        store = self.store
+        job = store.get_job(self._checked(job_id))
         attempt = filters.get("attempt") or len(job.attempts) or 1
         node = filters.get("node") or 0
         # validated (and the job read) before the response starts
-        self.logs(job.id, limit=1, **filters)
-        chunks = download_logs(self.store, job.id, job=job, **{**filters, "attempt": attempt})
+        query_logs(store, job.id, limit=1, job=job, **filters)
+        chunks = download_logs(store, job.id, job=job, **{**filters, "attempt": attempt})
         return f"{job.id}-attempt{attempt}-node{node}.log", chunks
 
     def _checked(self, job_id: str) -> str:
@@ -117,7 +149,7 @@ class WorkloadService:
         return job_id
 
     # retention -----------------------------------------------------------------------------
-    def purge(self) -> Any:
+    def purge(self) -> PurgeReport:
         from ..workloads import purge_logs
 
         return purge_logs(self.store, days=self.retention_days)
@@ -131,31 +163,44 @@ class WorkloadService:
 
     async def _purge_loop(self, first_after_s: float, every_s: float) -> None:
         await asyncio.sleep(first_after_s)
-        loop = asyncio.get_running_loop()
         while True:
             try:
-                report = await loop.run_in_executor(None, self.purge)
+                report = await self.call(self.purge)
                 log.info("jupyter-air: log retention: %s", report)
             except Exception:  # never let retention take the server down
                 log.exception("jupyter-air: purging old workload logs failed")
             await asyncio.sleep(every_s)
 
-    # reconciliation -------------------------------------------------------------------------
-    def start_reconciling(self, every_s: float = RECONCILE_EVERY_S) -> None:
-        """Close MLflow runs of ended job runs that MLflow missed, on the running loop."""
-        if self._reconciler is None:
-            self._reconciler = asyncio.get_running_loop().create_task(
-                self._reconcile_loop(every_s), name="jupyter-air-reconcile"
+    # the watch -----------------------------------------------------------------------------
+    def start_watching(
+        self, every_s: float | None = None, reconcile_every_s: float | None = None
+    ) -> None:
+        """On the running loop: end job runs whose supervisor is gone, finish cancellations
+        left undone, and close the MLflow runs MLflow missed (every ``WATCH_EVERY_S`` and
+        ``RECONCILE_EVERY_S`` unless told)."""
+        if self._watcher is None:
+            every = WATCH_EVERY_S if every_s is None else every_s
+            reconcile = RECONCILE_EVERY_S if reconcile_every_s is None else reconcile_every_s
+            self._watcher = asyncio.get_running_loop().create_task(
+                self._watch_loop(every, reconcile), name="jupyter-air-workloads-watch"
             )
 
-    async def _reconcile_loop(self, every_s: float) -> None:
-        loop = asyncio.get_running_loop()
+    async def _watch_loop(self, every_s: float, reconcile_every_s: float) -> None:
+        from ..workloads.jobs import check_active
+
+        next_reconcile = 0.0  # at start: what ended while no server was there
         while True:
             try:
-                if self._mlflow_ready() and await loop.run_in_executor(None, self._open_runs):
+                ended = await self.call(check_active, self.store)
+                for job in ended:
+                    log.warning("jupyter-air: job run %s %s: %s", job.id, job.status, job.reason)
+                due = time.monotonic() >= next_reconcile or bool(ended)
+                if due and self._mlflow_ready() and await self.call(self._open_runs):
+                    next_reconcile = time.monotonic() + reconcile_every_s
                     await self.reconcile_once()
             except Exception:  # never let it take the server down
-                log.exception("jupyter-air: reconciling MLflow runs failed")
+                log.exception("jupyter-air: watching the workloads failed")
+            self.watch_passes += 1
             await asyncio.sleep(every_s)
 
     def _open_runs(self) -> bool:
@@ -183,10 +228,11 @@ class WorkloadService:
         return said
 
     async def stop(self) -> None:
-        for name in ("_purger", "_reconciler"):
+        for name in ("_purger", "_watcher"):
             task = getattr(self, name)
             setattr(self, name, None)
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import html
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
+from ..api.enums import RUN_TERMINAL
+from ..rendering import seconds_text
 from .context import KernelContext, kernel_context
 from .links import absolute_ui, mlflow_ui, run_links
 from .naming import TAG_ATTEMPT, TAG_JOB
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from mlflow.entities import Run
 
 MIME_TYPE = "application/vnd.jupyter-air.run+json"
-TERMINAL_STATUSES = frozenset({"FINISHED", "FAILED", "KILLED"})
+TERMINAL_STATUSES = RUN_TERMINAL
 
 
 def run_payload(
@@ -73,19 +75,13 @@ def run_bundle(payload: dict[str, Any], *, server_url: str | None = None) -> dic
 
 
 def format_duration(start_ms: int | None, end_ms: int | None) -> str | None:
+    """How long a run took (None while it runs)."""
     if start_ms is None or end_ms is None:
         return None
-    seconds = max(0.0, (end_ms - start_ms) / 1000)
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+    return seconds_text((end_ms - start_ms) / 1000)
 
 
-def _safe_base(ui: Any) -> bool:
+def _safe_base(ui: Any) -> TypeGuard[str]:
     return isinstance(ui, str) and ui.startswith(("/", "http://", "https://"))
 
 

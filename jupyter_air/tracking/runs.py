@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ..api.enums import RUN_TERMINAL, RunStatus
 from .context import KernelContext, kernel_context
 from .display import RunDisplay, run_payload, starting_reporter
 from .experiments import resolve_experiment
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-END_STATUSES = ("FINISHED", "FAILED", "KILLED")
+END_STATUSES = tuple(s.value for s in RunStatus if s in RUN_TERMINAL)
 
 _open_runs: dict[int, ManagedRun] = {}  # id(run) → run, until it ends
 _open_lock = threading.Lock()

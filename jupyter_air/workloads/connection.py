@@ -115,11 +115,12 @@ def find_connection(
         uri = answer.get("tracking_uri")
         if env_uri and not _same(env_uri, uri):
             continue  # another tracking server than this process uses: its UI is not ours
-        if not (env_uri or uri) or answer.get("mode") == "disabled":
+        tracking = env_uri or uri
+        if not tracking or answer.get("mode") == "disabled":
             continue
         ui = answer.get("ui")
         return made(
-            env_uri or uri,
+            tracking,
             env_token if env_uri else None,
             server_url=server_url,
             mlflow_ui=_with_slash(urllib.parse.urljoin(server_url, ui)) if ui else None,

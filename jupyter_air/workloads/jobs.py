@@ -4,9 +4,10 @@ server call.
 ``submit`` checks everything before it creates anything — the spec is already valid; then the
 GPUs (capacity.py), the tracking server, and the experiment (created with its artifact location,
 or found; a different artifact location is an error) — then records the job run and starts its
-supervisor, detached. ``cancel`` asks the supervisor to stop (SIGTERM) and makes sure, whatever
-happens to it, that no process of the job is left. ``refresh`` notices a supervisor that died
-(machine restart, OOM killer) and ends its job run FAILED instead of leaving it RUNNING forever.
+supervisor, detached. ``request_cancel`` asks the supervisor to stop (SIGTERM) and returns;
+``cancel`` then waits and makes sure, whatever happens to it, that no process of the job is left.
+``refresh`` notices a supervisor that died (machine restart, OOM killer) and ends its job run
+FAILED instead of leaving it RUNNING forever, and finishes a cancellation left undone.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .connection import Connection, find_connection
 from .paths import data_dir, job_dir, new_job_id
 from .processes import kill_job_processes, spawn_detached
 from .retention import purge_logs
-from .store import CANCELLED, FAILED, TERMINAL, JobRun, JobStore
+from .store import ACTIVE, CANCELLED, FAILED, TERMINAL, JobRun, JobStore
 
 if TYPE_CHECKING:
     from ..backends.choice import Choice
@@ -238,7 +239,10 @@ def supervisor_alive(job: JobRun) -> bool:
 
 
 def refresh(store: JobStore, job: JobRun) -> JobRun:
-    """The job run, ended FAILED (or CANCELLED when asked) if its supervisor is gone."""
+    """The job run, ended FAILED (or CANCELLED when asked) if its supervisor is gone; a
+    cancellation its supervisor did not carry out in time is finished here. Looks at processes
+    and signals them: for the CLI's commands and the Jupyter server's background task, never a
+    read (``views`` tells a stale job run from its heartbeat)."""
     if job.status in TERMINAL:
         return job
     if job.supervisor_pid is None:
@@ -246,7 +250,7 @@ def refresh(store: JobStore, job: JobRun) -> JobRun:
             return job
         reason = "its supervisor never started (see supervisor.log in the job's folder)"
     elif supervisor_alive(job):
-        return job
+        return _cancel_if_overdue(store, job)
     else:
         reason = (
             f"its supervisor (pid {job.supervisor_pid}) stopped unexpectedly "
@@ -271,19 +275,44 @@ def list_jobs(store: JobStore, **filters: Any) -> list[JobRun]:
     return [refresh(store, job) for job in store.list_jobs(**filters)]
 
 
+def check_active(store: JobStore, limit: int = 1000) -> list[JobRun]:
+    """``refresh`` every active job run; returns the ones that ended by it."""
+    ended = []
+    for job in store.list_jobs(status=sorted(ACTIVE), limit=limit):
+        checked = refresh(store, job)
+        if checked.status in TERMINAL:
+            ended.append(checked)
+    return ended
+
+
 # cancel -------------------------------------------------------------------------------------
-def cancel(store: JobStore, job_id: str, *, wait_s: float | None = None) -> JobRun:
-    """Cancel a job run and wait until none of its processes is left. A job run that already
-    ended is returned as it is."""
+def cancel_wait_s() -> float:
+    """How long a supervisor may take to stop its job after SIGTERM before it is killed."""
     from .supervisor import kill_grace_s
 
+    return kill_grace_s() + 30.0
+
+
+def request_cancel(store: JobStore, job_id: str) -> JobRun:
+    """Ask for a job run's cancellation (recorded, and SIGTERM to its supervisor) and return at
+    once: the supervisor stops every node and ends the job run CANCELLED; ``refresh`` kills it
+    and ends the job run itself when it has not after ``cancel_wait_s``. A job run that already
+    ended is returned as it is."""
     job = store.request_cancel(store.resolve_id(job_id))
-    if job.status in TERMINAL:
-        return job
-    wait_s = wait_s if wait_s is not None else kill_grace_s() + 30.0
-    if supervisor_alive(job):
+    if job.status not in TERMINAL and supervisor_alive(job):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(job.supervisor_pid or 0, signal.SIGTERM)
+    return job
+
+
+def cancel(store: JobStore, job_id: str, *, wait_s: float | None = None) -> JobRun:
+    """Cancel a job run and wait until none of its processes is left (``request_cancel``, then
+    up to ``wait_s``, by default ``cancel_wait_s``). A job run that already ended is returned as
+    it is."""
+    job = request_cancel(store, job_id)
+    if job.status in TERMINAL:
+        return job
+    wait_s = wait_s if wait_s is not None else cancel_wait_s()
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         job = store.get_job(job.id)
@@ -292,11 +321,23 @@ def cancel(store: JobStore, job_id: str, *, wait_s: float | None = None) -> JobR
         if job.supervisor_pid is not None and not supervisor_alive(job):
             break
         time.sleep(0.1)
-    job = store.get_job(job.id)
+    return _stop_cancelled(store, store.get_job(job.id))
+
+
+def _cancel_if_overdue(store: JobStore, job: JobRun) -> JobRun:
+    """A job run whose supervisor, asked to cancel it, is still at it after ``cancel_wait_s``."""
+    if job.cancel_requested is None or time.time() - job.cancel_requested < cancel_wait_s():
+        return job
+    return _stop_cancelled(store, job)
+
+
+def _stop_cancelled(store: JobStore, job: JobRun) -> JobRun:
+    """Make sure nothing of a cancelled job run is left, ending it ourselves if need be."""
     if supervisor_alive(job):  # it did not stop in time: stop it and end the job ourselves
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(job.supervisor_pid or 0, signal.SIGKILL)
     kill_job_processes(job.id, grace_s=2.0)
+    job = store.get_job(job.id)
     if job.status not in TERMINAL:
         reason = "cancelled (air cancel); the supervisor did not stop in time and was killed"
         _end_open_attempts(store, job, CANCELLED, reason)

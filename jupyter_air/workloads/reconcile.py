@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..api.enums import RUN_TERMINAL, run_status_of
 from ..mlflow_server.records import ServerFiles, mlflow_folder
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
-from .store import CANCELLED, SUCCEEDED, TERMINAL, Attempt, JobRun, JobStore
+from .store import TERMINAL, Attempt, JobRun, JobStore
 from .tracking_calls import EMBEDDED, bound_mlflow_calls
 
 log = logging.getLogger(__name__)
 
-RUN_STATUS = {SUCCEEDED: "FINISHED", CANCELLED: "KILLED"}  # anything else: FAILED
 TAG_RECORDED_LATE = "jupyter_air.recorded_after_the_attempt"
 
 
@@ -57,7 +57,7 @@ class Report:
 
 
 def run_status(attempt: Attempt) -> str:
-    return RUN_STATUS.get(attempt.status, "FAILED")
+    return run_status_of(attempt.status).value
 
 
 def reconcile(
@@ -126,7 +126,7 @@ def _close(store: JobStore, job: JobRun, uri: str, token: str | None, report: Re
                 )
                 report.uploads += 1
         run = client.get_run(run_id)
-        if run.info.status in ("RUNNING", "SCHEDULED"):
+        if run.info.status not in RUN_TERMINAL:
             ended = attempt.ended_at or job.ended_at or time.time()
             client.set_terminated(run_id, run_status(attempt), end_time=int(ended * 1000))
             report.ended_runs += 1

@@ -19,17 +19,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-PENDING = "PENDING"
-RUNNING = "RUNNING"
-SUCCEEDED = "SUCCEEDED"
-FAILED = "FAILED"
-CANCELLED = "CANCELLED"
-JOB_STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED)
-TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
+# the statuses of a job run (api/enums.py), by the names the workloads code uses
+PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
+JOB_STATUSES = tuple(JobStatus)
+TERMINAL = JOB_TERMINAL
+ACTIVE = JOB_ACTIVE
 
 _SCHEMA = [
     """CREATE TABLE jobs (
@@ -130,6 +129,11 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE attempts ADD COLUMN hosts TEXT",  # per node, comma-separated
         "ALTER TABLE nodes ADD COLUMN host TEXT",
         "ALTER TABLE nodes ADD COLUMN machine TEXT",  # the backend's name for it (Ray node id)
+    ],
+    3: [
+        # the supervisor's heartbeat (workloads/heartbeat.py): reads tell a stale job run
+        # from the times alone
+        "ALTER TABLE jobs ADD COLUMN supervisor_seen_at REAL",
     ],
 }
 MAX_WARNINGS = 50
@@ -233,6 +237,7 @@ class JobRun:
     runs_closed_at: float | None = None
     backend: str | None = None
     cluster: str | None = None
+    supervisor_seen_at: float | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -383,18 +388,8 @@ class JobStore:
         with_attempts: bool = True,
     ) -> list[JobRun]:
         """Job runs, newest first; ``status``: one or several statuses."""
-        where, args = [], []
-        if status:
-            statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' * len(statuses))})")
-            args.extend(statuses)
-        if experiment:
-            where.append("experiment_name = ?")
-            args.append(experiment)
-        sql = "SELECT * FROM jobs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?"
+        where, args = _job_filter(status, experiment)
+        sql = "SELECT * FROM jobs" + where + " ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?"
         args.extend([max(0, int(limit)), max(0, int(offset))])
         with self._connect() as conn:
             jobs = [_job(row) for row in conn.execute(sql, args)]
@@ -407,15 +402,8 @@ class JobStore:
     def count_jobs(
         self, *, status: str | Iterable[str] | None = None, experiment: str | None = None
     ) -> int:
-        where, args = [], []
-        if status:
-            statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' * len(statuses))})")
-            args.extend(statuses)
-        if experiment:
-            where.append("experiment_name = ?")
-            args.append(experiment)
-        sql = "SELECT COUNT(*) FROM jobs" + (" WHERE " + " AND ".join(where) if where else "")
+        where, args = _job_filter(status, experiment)
+        sql = "SELECT COUNT(*) FROM jobs" + where
         with self._connect() as conn:
             return int(conn.execute(sql, args).fetchone()[0])
 
@@ -629,7 +617,8 @@ class JobStore:
             )
 
     def log_files(self, job_id: str, attempt: int | None = None) -> list[LogFile]:
-        sql, args = "SELECT * FROM log_files WHERE job_id = ?", [job_id]
+        sql = "SELECT * FROM log_files WHERE job_id = ?"
+        args: list[str | int] = [job_id]
         if attempt is not None:
             sql += " AND attempt = ?"
             args.append(attempt)
@@ -654,6 +643,23 @@ class JobStore:
 
 
 _LOG_KEY = frozenset({"job_id", "attempt", "node"})
+
+
+def _job_filter(
+    status: str | Iterable[str] | None, experiment: str | None
+) -> tuple[str, list[str | int]]:
+    """The ``WHERE`` clause (empty, or starting with a space) and its arguments for job runs of
+    ``status`` (one or several) and ``experiment``."""
+    where: list[str] = []
+    args: list[str | int] = []
+    if status:
+        statuses = [status] if isinstance(status, str) else list(status)
+        where.append(f"status IN ({', '.join('?' * len(statuses))})")
+        args.extend(statuses)
+    if experiment:
+        where.append("experiment_name = ?")
+        args.append(experiment)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
 
 
 def _job(row: sqlite3.Row) -> JobRun:

@@ -25,9 +25,11 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ..backends.agent import CANCELLED, FAILED, SUCCEEDED, GroupAgent, Outcome
+from ..api.enums import run_status_of
+from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
+from .heartbeat import Heartbeat
 from .paths import data_dir, log_path
 from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
@@ -92,7 +94,6 @@ class Supervisor:
     # the job ---------------------------------------------------------------------------------
     def run(self) -> int:
         from ..pids import process_start_time
-        from ..telemetry.hold_files import HoldFile
 
         job = self.store.get_job(self.job_id)
         if job.status in TERMINAL:
@@ -102,6 +103,16 @@ class Supervisor:
         if not self.store.mark_running(self.job_id) or self._check_cancel():
             self.store.finish_job(self.job_id, CANCELLED, "cancelled before it started")
             return 0
+        heartbeat = Heartbeat(self.store, self.job_id).start()
+        try:
+            self._run_job(job)
+        finally:
+            heartbeat.stop()
+        return 0
+
+    def _run_job(self, job: JobRun) -> None:
+        from ..telemetry.hold_files import HoldFile
+
         hold = HoldFile.create(f"workload {self.job_id}", data_dir=self.store.data_dir)
         self.tracking = JobTracking(self.store, job)
         try:
@@ -118,7 +129,6 @@ class Supervisor:
         self.store.finish_job(self.job_id, outcome.status, outcome.reason)
         log.info("job run %s %s: %s", self.job_id, outcome.status, outcome.reason)
         self._close_runs()
-        return 0
 
     def _close_runs(self) -> None:
         """What MLflow did not get during the job (runs left RUNNING, logs), now if it answers;
@@ -324,7 +334,7 @@ class JobAttempts:
             self.uploader = None
         run = self.run
         if run is not None:
-            run_status = {SUCCEEDED: "FINISHED", CANCELLED: "KILLED"}.get(outcome.status, "FAILED")
+            run_status = run_status_of(outcome.status).value
             self.tracking.call(f"ending the run of attempt {attempt}", run.end, run_status)
         self.store.finish_attempt(
             job.id,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
@@ -40,11 +40,11 @@ BOUNDED_ENV = {
 EMBEDDED, EXTERNAL = "embedded", "external"
 
 
-def bound_mlflow_calls(environ: dict[str, str] | None = None) -> dict[str, str]:
+def bound_mlflow_calls(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
     """Bound this process's MLflow calls; returns the environment as it was (for children)."""
-    environ = os.environ if environ is None else environ  # type: ignore[assignment]
-    before = dict(environ)
-    environ.update(BOUNDED_ENV)
+    env = os.environ if environ is None else environ
+    before = dict(env)
+    env.update(BOUNDED_ENV)
     return before
 
 

@@ -1,14 +1,28 @@
-"""Job runs as JSON: what ``air … --output json`` prints and what the server's workloads API can
-answer, with links to the job, the experiment and each attempt's MLflow run when a UI is known.
+"""Job runs as the API shows them (``jupyter_air.api.workloads``): what ``air … --output json``
+prints and what the server's workloads API answers, with links to the job, the experiment and
+each attempt's MLflow run when a UI is known, and the supervisor's staleness from its heartbeat.
+A view only reads what the job run holds: it looks at no process.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .connection import Connection
-from .store import TERMINAL, JobRun
+from .heartbeat import silent_s
+from .store import TERMINAL, Attempt, JobRun
+
+if TYPE_CHECKING:  # imported on first use: the views module imports no pydantic
+    from ..api.workloads import Job, JobAttempt, JobDetail
+
+
+class _Timed(Protocol):
+    @property
+    def started_at(self) -> float | None: ...
+
+    @property
+    def ended_at(self) -> float | None: ...
 
 
 def connection_for(job: JobRun, current: Connection | None) -> Connection | None:
@@ -26,55 +40,42 @@ def connection_for(job: JobRun, current: Connection | None) -> Connection | None
     return current
 
 
-def duration_s(job_or_attempt: Any) -> float | None:
-    start = getattr(job_or_attempt, "started_at", None)
+def duration_s(job_or_attempt: _Timed, now: float | None = None) -> float | None:
+    """How long it ran (so far, while it runs); None before it started."""
+    start = job_or_attempt.started_at
     if start is None:
         return None
-    end = getattr(job_or_attempt, "ended_at", None)
-    return max(0.0, (end if end is not None else time.time()) - start)
+    end = job_or_attempt.ended_at
+    return max(0.0, (end if end is not None else (now or time.time())) - start)
+
+
+def job_view(job: JobRun, connection: Connection | None = None) -> Job:
+    """The API's view of a job run."""
+    from ..api.workloads import Job
+
+    return Job.model_validate(_fields(job, connection_for(job, connection)))
+
+
+def job_detail(job: JobRun, connection: Connection | None = None) -> JobDetail:
+    """``GET air/api/workloads/{id}``: the view with the workload YAML."""
+    from ..api.workloads import JobDetail
+
+    fields = _fields(job, connection_for(job, connection))
+    return JobDetail.model_validate({**fields, "spec_yaml": job.spec_yaml})
 
 
 def job_json(job: JobRun, connection: Connection | None = None) -> dict[str, Any]:
-    conn = connection_for(job, connection)
-    attempts = []
-    for attempt in job.attempts:
-        links = conn.run_links(job.experiment_id, attempt.mlflow_run_id) if conn else {}
-        attempts.append(
-            {
-                "attempt": attempt.attempt,
-                "status": attempt.status,
-                "reason": attempt.reason,
-                "exit_code": attempt.exit_code,
-                "signal": attempt.signal,
-                "timed_out": attempt.timed_out,
-                "mlflow_run_id": attempt.mlflow_run_id,
-                "started_at": attempt.started_at,
-                "ended_at": attempt.ended_at,
-                "duration_s": duration_s(attempt),
-                "backend": attempt.backend or "local",
-                "nodes": [
-                    {
-                        "node": n.node,
-                        "pid": n.pid,
-                        "gpus": n.gpus,
-                        "exit_code": n.exit_code,
-                        "signal": n.signal,
-                        "host": n.host,
-                        "machine": n.machine,
-                    }
-                    for n in attempt.nodes
-                ],
-                "links": links,
-            }
-        )
-    links: dict[str, Any] = {}
+    """The view as JSON data (``air … --output json``)."""
+    return job_view(job, connection).model_dump(mode="json")
+
+
+def _fields(job: JobRun, conn: Connection | None) -> dict[str, Any]:
+    now = time.time()
+    silent = silent_s(job, now)
+    links: dict[str, str | None] = {}
     if conn is not None:
-        job_link = conn.job_link(job.id)
-        if job_link:
-            links["job"] = job_link
         experiment = conn.run_links(job.experiment_id, None).get("experiment")
-        if experiment:
-            links["experiment"] = experiment
+        links = {"job": conn.job_link(job.id), "experiment": experiment}
     return {
         "id": job.id,
         "status": job.status,
@@ -98,13 +99,36 @@ def job_json(job: JobRun, connection: Connection | None = None) -> dict[str, Any
         "submitted_at": job.submitted_at,
         "started_at": job.started_at,
         "ended_at": job.ended_at,
-        "duration_s": duration_s(job),
+        "duration_s": duration_s(job, now),
         "cancel_requested": job.cancel_requested is not None,
         "logs_purged": job.logs_purged_at is not None,
+        "supervisor_seen_at": job.supervisor_seen_at,
+        "supervisor_silent_s": silent,
         "warnings": job.warnings,
-        "attempts": attempts,
+        "attempts": [_attempt(job, attempt, conn, now) for attempt in job.attempts],
         "links": links,
     }
+
+
+def _attempt(job: JobRun, attempt: Attempt, conn: Connection | None, now: float) -> JobAttempt:
+    from ..api.workloads import JobAttempt, JobNode, RunLinks
+
+    links = conn.run_links(job.experiment_id, attempt.mlflow_run_id) if conn else {}
+    return JobAttempt(
+        attempt=attempt.attempt,
+        status=attempt.status,
+        reason=attempt.reason,
+        exit_code=attempt.exit_code,
+        signal=attempt.signal,
+        timed_out=attempt.timed_out,
+        mlflow_run_id=attempt.mlflow_run_id,
+        started_at=attempt.started_at,
+        ended_at=attempt.ended_at,
+        duration_s=duration_s(attempt, now),
+        backend=attempt.backend or "local",
+        nodes=[JobNode.model_validate(n, from_attributes=True) for n in attempt.nodes],
+        links=RunLinks(**links),
+    )
 
 
 def compute_text(compute: dict[str, Any]) -> str:

@@ -16,12 +16,16 @@ export const T0_MS = 1764410000000;
 
 export function status(overrides: Partial<IMlflowStatus> = {}): IMlflowStatus {
   return {
+    mode: 'embedded',
     state: 'ready',
     tracking_uri: 'http://127.0.0.1:5123',
     ui: '/user/alice/air/mlflow/',
     elapsed_s: null,
     error: null,
     restarts: 0,
+    ready_after_s: null,
+    next_start_at: null,
+    reachable: null,
     ...overrides
   };
 }
@@ -41,7 +45,9 @@ export function run(runId: string, overrides: Partial<IRun> = {}): IRun {
     status: 'FINISHED',
     start_time: T0_MS - 120_000,
     end_time: T0_MS - 60_000,
+    experiment_id: '1',
     parent_run_id: null,
+    job_id: null,
     metrics: { loss: 0.123456, accuracy: 0.9 },
     tags: {},
     links: links('1', runId),

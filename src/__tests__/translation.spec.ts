@@ -42,7 +42,13 @@ import {
   runsPayload,
   status
 } from './mlflow-fixtures';
-import { FakeLogsServer, attempt, job, runningJob } from './workloads-fixtures';
+import {
+  FakeLogsServer,
+  attempt,
+  job,
+  loose,
+  runningJob
+} from './workloads-fixtures';
 
 /** A bundle that marks every string it translates: each of its methods, marking the result. */
 function markingBundle(): TranslationBundle {
@@ -254,7 +260,7 @@ describe('every visible string goes through the translator', () => {
       jobId: 'abc123def456',
       fetchLogs: recording(data, server.fetchLogs),
       fetchJob: recording(data, async () =>
-        runningJob('abc123def456', { compute: { num_nodes: 2 } })
+        runningJob('abc123def456', { compute: loose({ num_nodes: 2 }) })
       )
     });
     collect('abc123def456', data);

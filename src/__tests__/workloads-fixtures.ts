@@ -6,12 +6,43 @@ import { APIError } from '../api';
 import { ILogFilters, ILogsCursor } from '../logs/api';
 import { ILogLine, ILogPage } from '../logs/types';
 import { IWorkloadsQuery } from '../workloads/api';
-import { IAttempt, IJob, IWorkloadsPage } from '../workloads/types';
+import {
+  IAttempt,
+  IJob,
+  IJobNode,
+  IWorkloadsPage,
+  JobStatus
+} from '../workloads/types';
+
+/**
+ * Data of a shape the server does not send (an older server, a hand-edited answer): views must
+ * still show it.
+ */
+export function loose<T>(value: unknown): T {
+  return value as T;
+}
 
 /** A base time (unix seconds) for the fixtures. */
 export const T0_S = 1764410000;
 
 const UI = '/user/alice/air/mlflow/';
+
+/** A node process of an attempt (`exitCode` null: still running). */
+export function node(
+  n: number,
+  pid: number,
+  exitCode: number | null
+): IJobNode {
+  return {
+    node: n,
+    pid,
+    gpus: null,
+    exit_code: exitCode,
+    signal: null,
+    host: 'gpu-box',
+    machine: null
+  };
+}
 
 export function attempt(
   n: number,
@@ -29,10 +60,8 @@ export function attempt(
     started_at: T0_S - 100,
     ended_at: T0_S - 40,
     duration_s: 60,
-    nodes: [
-      { node: 0, pid: 100 + n, gpus: [], exit_code: 0, signal: null },
-      { node: 1, pid: 200 + n, gpus: [], exit_code: 0, signal: null }
-    ],
+    backend: 'local',
+    nodes: [node(0, 100 + n, 0), node(1, 200 + n, 0)],
     links: {
       run: `${UI}#/experiments/7/runs/${runId}?workflowType=machine_learning`,
       system_metrics: `${UI}#/experiments/7/runs/${runId}/system-metrics`,
@@ -52,7 +81,14 @@ export function job(id: string, overrides: Partial<IJob> = {}): IJob {
     experiment_id: '7',
     run_name: `run-${id}`,
     command: 'python train.py',
-    compute: { num_accelerators: 1, accelerator_type: 'CPU', num_nodes: 2 },
+    compute: {
+      num_accelerators: 1,
+      accelerator_type: 'CPU',
+      num_nodes: 2,
+      backend: null
+    },
+    backend: 'local',
+    cluster: null,
     gpus: [],
     max_retries: 1,
     timeout_minutes: null,
@@ -67,6 +103,9 @@ export function job(id: string, overrides: Partial<IJob> = {}): IJob {
     duration_s: 60,
     cancel_requested: false,
     logs_purged: false,
+    supervisor_seen_at: null,
+    supervisor_silent_s: null,
+    warnings: [],
     attempts: [attempt(1)],
     links: {
       job: `/user/alice/lab?air-workload=${id}`,
@@ -88,10 +127,7 @@ export function runningJob(id: string, overrides: Partial<IJob> = {}): IJob {
         status: 'RUNNING',
         ended_at: null,
         exit_code: null,
-        nodes: [
-          { node: 0, pid: 101, gpus: [], exit_code: null, signal: null },
-          { node: 1, pid: 201, gpus: [], exit_code: null, signal: null }
-        ]
+        nodes: [node(0, 101, null), node(1, 201, null)]
       })
     ],
     ...overrides
@@ -169,7 +205,7 @@ export class FakeLogsServer {
 
   lines: ILogLine[] = [];
   calls: ILogsCall[] = [];
-  status = 'SUCCEEDED';
+  status: JobStatus = 'SUCCEEDED';
   attempts = 1;
   purged = false;
   error: Error | null = null;
@@ -193,7 +229,7 @@ export class FakeLogsServer {
   }
 
   /** The job ended: waiting long-polls answer. */
-  finish(status = 'SUCCEEDED'): void {
+  finish(status: JobStatus = 'SUCCEEDED'): void {
     this.status = status;
     this.write([]);
   }

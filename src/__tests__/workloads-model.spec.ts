@@ -15,6 +15,7 @@ import {
   T0_S,
   attempt,
   job,
+  loose,
   runningJob
 } from './workloads-fixtures';
 
@@ -34,11 +35,14 @@ describe('workloads API and text', () => {
   });
 
   it('describes compute, statuses and attempt endings', () => {
-    expect(computeText(trans, { accelerator_type: 'CPU', num_nodes: 2 })).toBe(
-      '2 nodes x CPU'
-    );
     expect(
-      computeText(trans, { num_accelerators: 2, accelerator_type: 'H100' })
+      computeText(trans, loose({ accelerator_type: 'CPU', num_nodes: 2 }))
+    ).toBe('2 nodes x CPU');
+    expect(
+      computeText(
+        trans,
+        loose({ num_accelerators: 2, accelerator_type: 'H100' })
+      )
     ).toBe('2 x H100');
     expect(computeText(trans, undefined)).toBe('1 x GPU');
     expect(statusClass('SUCCEEDED')).toBe('jp-air-status-finished');
@@ -48,7 +52,10 @@ describe('workloads API and text', () => {
       attemptReason(trans, attempt(1, { reason: 'node 1 exited with code 3' }))
     ).toBe('node 1 exited with code 3');
     expect(
-      attemptReason(trans, attempt(1, { exit_code: null, signal: 'SIGKILL' }))
+      attemptReason(
+        trans,
+        attempt(1, { exit_code: null, signal: loose('SIGKILL') })
+      )
     ).toBe('killed by SIGKILL');
     expect(attemptReason(trans, attempt(1, { timed_out: true }))).toBe(
       'timed out'
@@ -163,8 +170,8 @@ describe('WorkloadsModel', () => {
     model.setStatusFilter('ACTIVE');
     await advance(0);
     expect(server.calls[server.calls.length - 1].status).toEqual([
-      'RUNNING',
-      'PENDING'
+      'PENDING',
+      'RUNNING'
     ]);
     expect(model.state).toBe('empty');
   });
@@ -280,5 +287,36 @@ describe('JobModel', () => {
     await advance(0);
     expect(model.state).toBe('not-found');
     expect(model.nextDelay()).toBeNull();
+  });
+
+  it('follows a cancellation the server is still carrying out (202) by polling', async () => {
+    model.dispose();
+    const asked = { ...current, cancel_requested: true };
+    model = new JobModel({
+      fetchJob: async id => {
+        calls.push(`GET ${id}`);
+        return current;
+      },
+      cancelJob: async id => {
+        calls.push(`POST ${id}/cancel`);
+        current = asked; // the supervisor stops the nodes meanwhile
+        return asked;
+      }
+    });
+    model.setJob('eeee00000001');
+    model.start();
+    await advance(0);
+    await model.cancel();
+    expect(model.job?.status).toBe('RUNNING');
+    expect(model.cancelling).toBe(false);
+    expect(model.canCancel).toBe(false); // asked once: the button stays off
+    expect(model.nextDelay()).toBe(3000);
+    current = { ...asked, status: 'CANCELLED', finished: true, ended_at: T0_S };
+    await advance(3000);
+    expect(model.job?.status).toBe('CANCELLED');
+    expect(model.nextDelay()).toBeNull();
+    expect(calls.filter(c => c.startsWith('POST'))).toEqual([
+      'POST eeee00000001/cancel'
+    ]);
   });
 });

@@ -11,6 +11,8 @@ import {
   T0_S,
   attempt,
   job,
+  loose,
+  node,
   runningJob
 } from './workloads-fixtures';
 
@@ -94,7 +96,7 @@ describe('WorkloadsPanel', () => {
     server.jobs = [
       runningJob('aaaa00000002', { run_name: 'baseline' }),
       job('aaaa00000001', {
-        run_name: null,
+        run_name: loose(null),
         experiment_name: 'sweep',
         status: 'FAILED',
         reason: 'node 0 exited with code 3 (failed 2 attempts)',
@@ -271,14 +273,8 @@ describe('WorkloadsPanel', () => {
               status: 'FAILED',
               reason: 'node 1 exited with code 3',
               nodes: [
-                {
-                  node: 0,
-                  pid: 1,
-                  gpus: [],
-                  exit_code: null,
-                  signal: 'SIGTERM'
-                },
-                { node: 1, pid: 2, gpus: [], exit_code: 3, signal: null }
+                { ...node(0, 1, null), signal: loose('SIGTERM') },
+                node(1, 2, 3)
               ]
             }),
             attempt(2, { status: 'FAILED', reason: null, exit_code: 3 })
@@ -357,8 +353,17 @@ describe('WorkloadsPanel', () => {
       expect(requests).toEqual([`GET ${ID}`]);
     });
 
+    it('says when the supervisor of an active job run was not seen for a while', async () => {
+      await openJob(runningJob(ID));
+      const facts = () => q('.jp-air-wl-facts').textContent ?? '';
+      expect(facts()).not.toContain('Supervisor');
+      jobs.set(ID, runningJob(ID, { supervisor_silent_s: 41.6 }));
+      await advance(3000);
+      expect(facts()).toContain('Supervisornot seen for 42 s');
+    });
+
     it('hides links an attempt does not have', async () => {
-      await openJob(job(ID, { attempts: [attempt(1, { links: {} })] }));
+      await openJob(job(ID, { attempts: [attempt(1, { links: loose({}) })] }));
       expect(q('.jp-air-wl-attempt-run').hidden).toBe(true);
       expect(q('.jp-air-wl-attempt-metrics').hidden).toBe(true);
     });

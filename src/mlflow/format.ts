@@ -5,7 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { NONE } from '../common/text';
-import { IMlflowStatus, RunStatus } from './types';
+import { IMlflowStatus } from './types';
 
 /** A run's duration, compact: `45 s`, `3 min 12 s`, `2 h 05 min`, `3 d 4 h`. */
 export function formatRunDuration(
@@ -36,7 +36,7 @@ export function formatRunDuration(
  * A run's duration now: end − start when ended, now − start while running; `null` when unknown.
  */
 export function runDurationMs(
-  status: RunStatus,
+  status: string,
   startTime: number | null,
   endTime: number | null,
   now: number

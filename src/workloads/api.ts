@@ -14,7 +14,7 @@ export interface IWorkloadsQuery {
   offset: number;
 }
 
-/** The query string of a list call (`status=RUNNING%2CPENDING&limit=50&offset=0`). */
+/** The query string of a list call (`status=PENDING%2CRUNNING&limit=50&offset=0`). */
 export function workloadsQueryString(query: IWorkloadsQuery): string {
   const params = new URLSearchParams();
   if (query.status && query.status.length > 0) {
@@ -45,7 +45,10 @@ export function fetchJob(id: string): Promise<IJob> {
   return requestAPI<IJob>(jobPath(id));
 }
 
-/** `POST air/api/workloads/{id}/cancel`: the job run once none of its processes is left. */
+/**
+ * `POST air/api/workloads/{id}/cancel`: asks for the cancellation and answers at once with the
+ * job run (`cancel_requested`, still stopping: follow it with `fetchJob`).
+ */
 export function cancelJob(id: string): Promise<IJob> {
   return requestAPI<IJob>(`${jobPath(id)}/cancel`, { method: 'POST' });
 }

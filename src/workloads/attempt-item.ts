@@ -15,12 +15,12 @@ import {
   formatTimeFull
 } from './format';
 import { MlflowLink } from './links';
-import { IAttempt, IJobNode, isActiveStatus } from './types';
+import { IAttempt, IAttemptLinks, IJobNode, isActiveStatus } from './types';
 
 /** How a node ended: `node 0: exit 0`, `node 1: SIGKILL`, `node 1: running`. */
 export function nodeText(trans: TranslationBundle, node: IJobNode): string {
   const index = num(node.node) ?? '?';
-  if (node.signal !== null && node.signal !== undefined && node.signal !== '') {
+  if (node.signal !== null && node.signal !== undefined) {
     return trans.__('node %1: %2', index, String(node.signal));
   }
   const code = num(node.exit_code);
@@ -111,7 +111,7 @@ export class AttemptItem {
     const nodesText = nodes.map(node => nodeText(trans, node)).join(' · ');
     setText(this._nodes, nodesText);
     setHidden(this._nodes, !nodesText);
-    const links =
+    const links: Partial<IAttemptLinks> =
       attempt.links && typeof attempt.links === 'object' ? attempt.links : {};
     this._run.update(links.run);
     this._metrics.update(links.system_metrics);

@@ -17,7 +17,8 @@ export function computeText(
   trans: TranslationBundle,
   compute: ICompute | null | undefined
 ): string {
-  const c = compute && typeof compute === 'object' ? compute : {};
+  const c: Partial<ICompute> =
+    compute && typeof compute === 'object' ? compute : {};
   const kind =
     typeof c.accelerator_type === 'string' && c.accelerator_type
       ? c.accelerator_type

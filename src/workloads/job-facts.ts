@@ -1,7 +1,7 @@
 /**
  * The facts of a job run's page: experiment, command, compute, attempts and retries, timeout,
- * working folder, where it was submitted from, by whom and when it started and ended; and the
- * workload YAML as it was submitted (or why there is none).
+ * working folder, where it was submitted from, by whom and when it started and ended, a supervisor
+ * not seen for a while; and the workload YAML as it was submitted (or why there is none).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -64,6 +64,14 @@ export class JobFacts {
       [trans.__('Started'), formatTimeFull(job.started_at) || NONE],
       [trans.__('Ended'), formatTimeFull(job.ended_at) || NONE]
     ];
+    if (typeof job.supervisor_silent_s === 'number') {
+      // an active job run whose supervisor stopped beating: the server ends it if it is gone
+      const seconds = Math.round(job.supervisor_silent_s);
+      facts.push([
+        trans.__('Supervisor'),
+        trans.__('not seen for %1 s', seconds)
+      ]);
+    }
     this._renderYaml(job);
     const key = JSON.stringify(facts);
     if (key === this._key) {

@@ -63,6 +63,7 @@ export class JobModel extends PolledModel {
       job !== null &&
       !job.finished &&
       isActiveStatus(job.status) &&
+      !job.cancel_requested &&
       !this._cancelling
     );
   }
@@ -99,7 +100,10 @@ export class JobModel extends PolledModel {
     this.refreshIfShown();
   }
 
-  /** Cancel the job run (the caller asked for confirmation). Resolves when it is over. */
+  /**
+   * Cancel the job run (the caller asked for confirmation). Resolves once the server took the
+   * request (202, the job run still stopping: the poll follows it until it is over).
+   */
   async cancel(): Promise<void> {
     const id = this._id;
     if (id === null || !this.canCancel) {

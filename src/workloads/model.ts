@@ -11,7 +11,13 @@
  */
 import { PolledModel } from '../common/polled-model';
 import { IWorkloadsQuery, fetchWorkloads } from './api';
-import { IJob, IWorkloadsPage, JOB_STATUSES, isActiveStatus } from './types';
+import {
+  ACTIVE_STATUSES,
+  IJob,
+  IWorkloadsPage,
+  JOB_STATUSES,
+  isActiveStatus
+} from './types';
 
 /** Poll cadence (ms). */
 export const ACTIVE_POLL_MS = 3000;
@@ -35,7 +41,7 @@ export function filterStatuses(filter: WorkloadsStatusFilter): string[] {
   if (filter === 'ALL') {
     return [];
   }
-  return filter === 'ACTIVE' ? ['RUNNING', 'PENDING'] : [filter];
+  return filter === 'ACTIVE' ? [...ACTIVE_STATUSES] : [filter];
 }
 
 /** What the list shows. */

@@ -1,0 +1,102 @@
+"""Every endpoint of the REST API: its method, path (under ``<base_url>``), the authorizer's
+resource, and the models of what it answers and takes. docs/api.md's table is generated from
+this list, and the contract test checks that the server registers exactly these routes and that
+each answer validates against its model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from . import gpu, logs, mlflow, workloads
+
+# the authorizer's resources: a deployment can grant one area and not another
+GPU = "air-gpu"
+TELEMETRY = "air-telemetry"
+MLFLOW = "air-mlflow"
+RUNS = "air-runs"
+WORKLOADS = "air-workloads"
+LOGS = "air-logs"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str  # under the server's base URL; {name} is a path parameter
+    resource: str
+    summary: str
+    answer: type[BaseModel] | None  # None: not a JSON answer (a file, the proxied UI)
+    body: type[BaseModel] | None = None
+    status: int = 200
+
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint(
+        "GET", "air/api/gpu", GPU,
+        "GPU devices, backend, state and history", gpu.GpuPayload,
+    ),
+    Endpoint(
+        "POST", "air/api/gpu/refresh", GPU,
+        "take a sample now, answer like `GET air/api/gpu`", gpu.GpuPayload,
+    ),
+    Endpoint(
+        "GET", "air/api/gpu/nodes", GPU,
+        "every node's latest values, health and state", gpu.ClusterOverview,
+    ),
+    Endpoint(
+        "POST", "air/api/telemetry/ingest", TELEMETRY,
+        "a node agent's report (agent token only)", gpu.IngestResponse, gpu.IngestRequest,
+    ),
+    Endpoint(
+        "GET", "air/api/mlflow", MLFLOW,
+        "which MLflow server, its state, where its UI is", mlflow.MlflowStatus,
+    ),
+    Endpoint(
+        "ANY", "air/mlflow/{path}", MLFLOW,
+        "the MLflow UI (and the API it calls), proxied", None,
+    ),
+    Endpoint(
+        "GET", "air/api/runs", RUNS,
+        "the runs of a notebook's experiment, or of an experiment", mlflow.RunsPayload,
+    ),
+    Endpoint(
+        "GET", "air/api/runs/{run_id}", RUNS,
+        "one run, as it is now", mlflow.RunPayload,
+    ),
+    Endpoint(
+        "GET", "air/api/experiments", RUNS,
+        "experiments, most recently updated first", mlflow.ExperimentsPayload,
+    ),
+    Endpoint(
+        "GET", "air/api/workloads", WORKLOADS,
+        "job runs, newest first", workloads.WorkloadsPage,
+    ),
+    Endpoint(
+        "GET", "air/api/workloads/{id}", WORKLOADS,
+        "one job run, with its YAML", workloads.JobDetail,
+    ),
+    Endpoint(
+        "POST", "air/api/workloads/{id}/cancel", WORKLOADS,
+        "ask for cancellation; answers at once with the job run (follow it with GET)",
+        workloads.Job, status=202,
+    ),
+    Endpoint(
+        "GET", "air/api/workloads/{id}/logs", LOGS,
+        "log lines: filters, cursors, follow", logs.LogPage,
+    ),
+    Endpoint(
+        "GET", "air/api/workloads/{id}/logs/download", LOGS,
+        "every matching line, as a file", None,
+    ),
+)  # fmt: skip
+
+
+def models() -> list[type[BaseModel]]:
+    """Every model an endpoint answers or takes, once, in the order of the endpoints."""
+    found: list[type[BaseModel]] = []
+    for endpoint in ENDPOINTS:
+        for model in (endpoint.answer, endpoint.body):
+            if model is not None and model not in found:
+                found.append(model)
+    return found

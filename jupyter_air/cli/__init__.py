@@ -1,0 +1,78 @@
+"""The ``air`` command: submit workloads and come back to them.
+
+``air run`` submits a workload YAML as a job run (detached: it goes on when the shell closes);
+``air list runs``, ``air get run``, ``air logs`` and ``air cancel`` read and act on the job store
+of jupyter-air's data folder. Tables for people, ``--output json`` for scripts (the REST API's
+models, ``jupyter_air.api``). Exit codes: 0 ok (a followed job succeeded), 1 the job failed or
+was cancelled, 2 usage or spec error, 3 no tracking server, 4 not enough GPUs, 5 no such job
+run, 6 no access to the logs, 130 interrupted.
+
+The parser is ``parser.py``, the commands ``commands_*.py``, what they print ``render.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+
+from .common import (
+    EXIT_CAPACITY,
+    EXIT_FORBIDDEN,
+    EXIT_INTERRUPTED,
+    EXIT_JOB_FAILED,
+    EXIT_NO_TRACKING,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+)
+from .parser import build_parser
+
+__all__ = [
+    "EXIT_CAPACITY",
+    "EXIT_FORBIDDEN",
+    "EXIT_INTERRUPTED",
+    "EXIT_JOB_FAILED",
+    "EXIT_NOT_FOUND",
+    "EXIT_NO_TRACKING",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "build_parser",
+    "main",
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .. import agent_command
+    from .commands_jobs import cmd_cancel, cmd_get, cmd_list
+    from .commands_logs import cmd_logs
+    from .commands_run import cmd_run
+
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    from ..workloads.tracking_calls import bound_mlflow_calls
+
+    bound_mlflow_calls()  # a tracking server that does not answer is said at once, not in 4 min
+    handlers = {
+        "run": cmd_run,
+        "list": cmd_list,
+        "get": cmd_get,
+        "logs": cmd_logs,
+        "cancel": cmd_cancel,
+        **agent_command.HANDLERS,
+    }
+    try:
+        return int(handlers[args.command](args))
+    except CliError as error:
+        print(f"air: {error}", file=sys.stderr)
+        return error.code
+    except KeyboardInterrupt:
+        print("\nair: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `air logs ... | head`
+        with contextlib.suppress(Exception):
+            sys.stdout.close()
+        return EXIT_OK

@@ -1,0 +1,194 @@
+"""``air list runs``, ``air get run`` and ``air cancel``: the job runs of the data folder, each
+checked first (``jobs.refresh``: a supervisor that is gone ends its job run), as tables or as
+the REST API's JSON."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+from ..api.enums import JOB_ACTIVE, JobStatus
+from .common import EXIT_OK, EXIT_USAGE, CliError, checked_job, connection, open_store
+from .render import duration_text, json_out, outcome_text, status_text, table, time_text
+
+if TYPE_CHECKING:
+    from ..api.workloads import Job
+    from ..workloads.store import JobRun
+
+ACTIVE = [s.value for s in JobStatus if s in JOB_ACTIVE]
+
+
+# air list runs ------------------------------------------------------------------------------
+def cmd_list(args: argparse.Namespace) -> int:
+    from ..workloads.jobs import list_jobs
+    from ..workloads.views import compute_text, duration_s, job_json
+
+    statuses: list[str] | None = None
+    if args.status:
+        statuses = sorted({s.strip() for item in args.status for s in item.split(",") if s})
+        unknown = [s for s in statuses if s not in list(JobStatus)]
+        if unknown:
+            raise CliError(
+                f"unknown status {', '.join(unknown)}: use {', '.join(JobStatus)}", EXIT_USAGE
+            )
+    elif not args.all_status:
+        statuses = ACTIVE
+    store = open_store()
+    jobs = list_jobs(store, status=statuses, experiment=args.experiment, limit=args.limit)
+    if statuses == ACTIVE:  # a job that just ended is no longer active
+        jobs = [j for j in jobs if j.status in JOB_ACTIVE]
+    if args.output == "json":
+        found = connection(require=False) if jobs else None
+        json_out([job_json(job, found) for job in jobs])
+        return EXIT_OK
+    if not jobs:
+        total = store.count_jobs(experiment=args.experiment)
+        what = "active " if statuses == ACTIVE else ""
+        hint = " `air list runs --all-status` lists every one." if what and total else ""
+        print(f"No {what}job runs.{hint}", file=sys.stderr)
+        return EXIT_OK
+    rows = [
+        [
+            job.id,
+            job.status,
+            job.experiment_name,
+            job.run_name,
+            f"{len(job.attempts)}/{job.max_retries + 1}",
+            compute_text(job.compute),
+            time_text(job.submitted_at),
+            duration_text(duration_s(job)),
+        ]
+        for job in jobs
+    ]
+    headers = ["ID", "STATUS", "EXPERIMENT", "RUN NAME", "ATTEMPTS", "COMPUTE", "SUBMITTED"]
+    table([*headers, "DURATION"], rows)
+    return EXIT_OK
+
+
+# air get run --------------------------------------------------------------------------------
+def cmd_get(args: argparse.Namespace) -> int:
+    from ..workloads.views import compute_text, job_view
+
+    store = open_store()
+    job = checked_job(store, args.id)
+    if job.finished and job.runs_closed_at is None:  # what MLflow missed, if it answers now
+        from ..workloads.reconcile import reconcile
+
+        with contextlib.suppress(Exception):
+            reconcile(store, [job.id], budget_s=5.0)
+            job = store.get_job(job.id)
+    view = job_view(job, connection(require=False))
+    if args.output == "json":
+        json_out(view.model_dump(mode="json"))
+        return EXIT_OK
+    print(f"Job run {job.id}: {status_text(job.status, job.reason)}")
+    silent = view.supervisor_silent_s
+    fields = [
+        ("Experiment", f"{job.experiment_name} (id {job.experiment_id})"),
+        ("Run name", job.run_name),
+        ("Command", job.command),
+        ("Compute", compute_text(job.compute) + _gpus_text(job)),
+        ("Backend", _backend_text(job)),
+        ("Working dir", job.working_dir),
+        ("Retries", f"up to {job.max_retries}"),
+        ("Timeout", f"{job.timeout_minutes:g} min per attempt" if job.timeout_minutes else None),
+        ("Submitted", f"{time_text(job.submitted_at)} by {job.user} from {_source(job)}"),
+        ("Started", time_text(job.started_at) if job.started_at else None),
+        ("Ended", time_text(job.ended_at) if job.ended_at else None),
+        ("Duration", duration_text(view.duration_s)),
+        ("Supervisor", f"not seen for {silent:.0f} s" if silent is not None else None),
+        ("Logs", "purged (retention)" if job.logs_purged_at else f"air logs {job.id}"),
+    ]
+    for label, value in fields:
+        if value:
+            print(f"  {label + ':':<13}{value}")
+    if view.warnings:
+        print("\nWarnings")
+        for warning in view.warnings[-10:]:
+            print(f"  {time_text(warning.t)}  {warning.message}")
+    if view.attempts:
+        _print_attempts(view)
+    _print_links(view)
+    return EXIT_OK
+
+
+def _print_attempts(view: Job) -> None:
+    print("\nAttempts")
+    rows = []
+    for attempt in view.attempts:
+        hosts = ",".join(n.host or "?" for n in attempt.nodes)
+        rows.append(
+            [
+                str(attempt.attempt),
+                attempt.status,
+                time_text(attempt.started_at),
+                duration_text(attempt.duration_s),
+                f"{attempt.backend} {hosts}".strip(),
+                attempt.reason or "",
+                attempt.links.run or attempt.mlflow_run_id or "",
+            ]
+        )
+    headers = ["#", "STATUS", "STARTED", "DURATION", "WHERE", "REASON", "MLFLOW RUN"]
+    table(headers, rows, indent=2)
+
+
+def _print_links(view: Job) -> None:
+    print("\nLinks")
+    links = [("Job", view.links.job), ("Experiment", view.links.experiment)]
+    for attempt in view.attempts:
+        if attempt.links.run:
+            links.append((f"Run {attempt.attempt}", attempt.links.run))
+            links.append(("  metrics", attempt.links.system_metrics))
+    if not any(link for _, link in links):
+        print(
+            "  none: no Jupyter server with jupyter-air is running to serve the MLflow UI "
+            "(start JupyterLab)."
+        )
+    for label, link in links:
+        if link:
+            print(f"  {label + ':':<13}{link}")
+
+
+def _backend_text(job: JobRun) -> str:
+    if (job.backend or "local") == "local":
+        return "local (every node on this machine)"
+    return f"{job.backend} (cluster {job.cluster or 'of RAY_ADDRESS'})"
+
+
+def _gpus_text(job: JobRun) -> str:
+    if not any(job.gpus):
+        return ""
+    per_node = ["GPU " + ",".join(str(i) for i in node) for node in job.gpus]
+    return " (" + "; ".join(f"node {k}: {text}" for k, text in enumerate(per_node)) + ")"
+
+
+def _source(job: JobRun) -> str:
+    if job.notebook:
+        return f"notebook {job.notebook}"
+    return job.spec_path or job.source or "?"
+
+
+# air cancel ---------------------------------------------------------------------------------
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Cancel and wait until nothing of the job run is left (the user asked: it may block)."""
+    from ..workloads.jobs import cancel
+    from ..workloads.views import job_json
+
+    store = open_store()
+    job = checked_job(store, args.id)
+    if job.finished:
+        if args.output == "json":
+            json_out(job_json(job))
+        else:
+            print(f"Job run {job.id} already ended {job.status}; nothing to cancel.")
+        return EXIT_OK
+    if args.output != "json":
+        print(f"Cancelling job run {job.id} ({job.status})…", file=sys.stderr, flush=True)
+    job = cancel(store, job.id)
+    if args.output == "json":
+        json_out(job_json(job))
+    else:
+        print(outcome_text(job))
+    return EXIT_OK

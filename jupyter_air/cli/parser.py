@@ -1,0 +1,172 @@
+"""The ``air`` command line: every command, its options, help and examples."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..api.enums import JobStatus
+
+MAIN_HELP = """\
+examples:
+  air run workload.yaml                 submit; prints the job run id and links
+  air run workload.yaml --follow        submit and stream node 0's logs until it ends
+  air list runs                         active job runs (--all-status: every one)
+  air get run 3f2a9c1b0d4e              status, compute, attempts and their MLflow runs
+  air logs 3f2a --follow                logs of node 0, latest attempt, as they come
+  air logs 3f2a --level error --grep CUDA
+  air logs 3f2a --download-to ./logs    every node and attempt into ./logs/<id>/
+  air cancel 3f2a                       stop it (every process of every node)
+
+A job run id can be shortened to a unique prefix of 4 or more digits.
+exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server,
+4 not enough GPUs, 5 no such job run, 6 no access to the logs, 130 interrupted.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="air",
+        description="Workloads of jupyter-air: job runs with retries, per-node logs and one "
+        "MLflow run per attempt.",
+        epilog=MAIN_HELP,
+        formatter_class=formatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    run = commands.add_parser(
+        "run",
+        help="submit a workload YAML as a job run",
+        description="Submit a workload YAML as a job run. It runs detached: closing this shell "
+        "does not stop it.",
+        epilog="examples:\n  air run workload.yaml\n  air run workload.yaml --follow\n"
+        "  air run workload.yaml --output json | jq -r .id",
+        formatter_class=formatter,
+    )
+    run.add_argument("file", metavar="FILE", help="the workload YAML")
+    run.add_argument(
+        "--follow",
+        action="store_true",
+        help="stream node 0's logs until the job ends; exit 0 if it succeeded, 1 if not",
+    )
+    _output(run)
+
+    listing = commands.add_parser("list", help="list job runs (air list runs)")
+    what = listing.add_subparsers(dest="what", metavar="runs")
+    what.required = True
+    runs = what.add_parser(
+        "runs",
+        help="list job runs, newest first",
+        description="List job runs, newest first. By default only active ones (PENDING, RUNNING).",
+        epilog="examples:\n  air list runs\n  air list runs --all-status --limit 5\n"
+        "  air list runs --status FAILED --experiment my-training --output json",
+        formatter_class=formatter,
+    )
+    runs.add_argument("--all-status", action="store_true", help="job runs of every status")
+    runs.add_argument(
+        "--status",
+        action="append",
+        metavar="S",
+        type=str.upper,
+        help=f"only this status ({', '.join(JobStatus)}); repeat or comma-separate for several",
+    )
+    runs.add_argument("--experiment", metavar="E", help="only job runs of this experiment")
+    runs.add_argument(
+        "--limit", metavar="N", type=_positive, default=50, help="at most N (default 50)"
+    )
+    _output(runs)
+
+    get = commands.add_parser("get", help="show a job run (air get run ID)")
+    get_what = get.add_subparsers(dest="what", metavar="run")
+    get_what.required = True
+    get_run = get_what.add_parser(
+        "run",
+        help="status, compute, attempts and links of a job run",
+        description="Show a job run: status and reason, compute, attempts with their MLflow "
+        "run links, and links to the job, the experiment and the runs.",
+        epilog="examples:\n  air get run 3f2a9c1b0d4e\n  air get run 3f2a --output json",
+        formatter_class=formatter,
+    )
+    get_run.add_argument("id", metavar="ID", help="job run id (or a unique prefix)")
+    _output(get_run)
+
+    logs = commands.add_parser(
+        "logs",
+        help="print, follow or download a job run's logs",
+        description="Print a job run's logs: node 0 of the latest attempt unless told "
+        "otherwise. Each line: time (UTC), level, text.",
+        epilog="examples:\n  air logs 3f2a\n  air logs 3f2a --follow\n"
+        "  air logs 3f2a --node 1 --attempt 2 --tail 100\n"
+        "  air logs 3f2a --level error --grep 'out of memory'\n"
+        "  air logs 3f2a --download-to ./logs     (every node and attempt unless --node/"
+        "--attempt)",
+        formatter_class=formatter,
+    )
+    logs.add_argument("id", metavar="ID", help="job run id (or a unique prefix)")
+    logs.add_argument("--node", metavar="N", type=_non_negative, help="node (default 0)")
+    logs.add_argument("--attempt", metavar="K", type=_positive, help="attempt (default: latest)")
+    logs.add_argument(
+        "--level",
+        metavar="L",
+        help="only these levels: info, warning, error (comma-separated for several)",
+    )
+    logs.add_argument("--grep", metavar="TEXT", help="only lines containing TEXT (any case)")
+    logs.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing new lines until the job ends; exit 0 if it succeeded, 1 if not",
+    )
+    logs.add_argument("--tail", metavar="N", type=_positive, help="only the last N lines")
+    logs.add_argument(
+        "--download-to",
+        metavar="DIR",
+        help="write DIR/<id>/attempt_K/node_N.log files (with the filters given)",
+    )
+    _output(logs)
+
+    cancel = commands.add_parser(
+        "cancel",
+        help="cancel a job run",
+        description="Cancel a job run: every node's processes get SIGTERM, then SIGKILL after "
+        "a grace period; the attempt's MLflow run ends KILLED. Waits until nothing is left.",
+        epilog="examples:\n  air cancel 3f2a9c1b0d4e",
+        formatter_class=formatter,
+    )
+    cancel.add_argument("id", metavar="ID", help="job run id (or a unique prefix)")
+    _output(cancel)
+    from .. import agent_command
+
+    agent_command.add_parsers(commands)
+    return parser
+
+
+def _output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json"),
+        default="table",
+        help="table for people (default) or json for scripts",
+    )
+
+
+def _whole(minimum: int) -> Callable[[str], int]:
+    """An argument type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {minimum} or more")
+        return value
+
+    return parse
+
+
+_positive = _whole(1)
+_non_negative = _whole(0)
