@@ -68,7 +68,7 @@ describe('GpuPanel', () => {
     server = new FakeServer(meta, makeSample);
     server.history = history;
     renderer = chartRenderer;
-    model = new GpuModel({ fetch: server.fetch });
+    model = new GpuModel(server.options);
     opened = [];
     theme = {
       font: '#111111',
@@ -143,7 +143,10 @@ describe('GpuPanel', () => {
   });
 
   it('shows a loading state before the first answer', () => {
-    model = new GpuModel({ fetch: () => new Promise(() => undefined) });
+    model = new GpuModel({
+      fetch: () => new Promise(() => undefined),
+      fetchOverview: () => new Promise(() => undefined)
+    });
     panel = new GpuPanel({ model });
     expect(shown(panel.node.querySelector('.jp-air-gpu-loading'))).toBe(true);
     expect(panel.node.querySelectorAll('.jp-air-gpu-card')).toHaveLength(0);
@@ -260,7 +263,8 @@ describe('GpuPanel', () => {
     await advance(0);
     expect(server.calls[server.calls.length - 1]).toEqual({
       since: T0,
-      refresh: true
+      refresh: true,
+      node: null
     });
   });
 
@@ -338,7 +342,8 @@ describe('GpuPanel', () => {
       'ada',
       'python -m ipykernel_launcher -f /tmp/kernel-5c1.json',
       '38.09 GiB',
-      'llm.ipynb'
+      'llm.ipynb',
+      '—'
     ]);
     expect(
       rows[0].querySelector<HTMLElement>('.jp-air-gpu-notebook-link')!.title
@@ -347,7 +352,15 @@ describe('GpuPanel', () => {
       rows[0].querySelector<HTMLElement>('.jp-air-gpu-process-command')!.title
     ).toBe('python -m ipykernel_launcher -f /tmp/kernel-5c1.json');
     expect(cells(rows[1])[5]).toBe('julia-1.10 kernel');
-    expect(cells(rows[2])).toEqual(['1', '99', '—', '—', '38.09 GiB', '—']);
+    expect(cells(rows[2])).toEqual([
+      '1',
+      '99',
+      '—',
+      '—',
+      '38.09 GiB',
+      '—',
+      '—'
+    ]);
 
     rows[0]
       .querySelector<HTMLButtonElement>('.jp-air-gpu-notebook-link')!

@@ -169,7 +169,10 @@ describe('every visible string goes through the translator', () => {
       ])
     );
     jest.setSystemTime(T0 * 1000);
-    const model = new GpuModel({ fetch: recording(data, server.fetch) });
+    const model = new GpuModel({
+      fetch: recording(data, server.fetch),
+      fetchOverview: recording(data, server.overview)
+    });
     const node = await show(
       new GpuPanel({
         model,

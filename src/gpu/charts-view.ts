@@ -12,7 +12,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { h } from '../common/dom';
 import { IChartRenderer, IChartTrace } from './chart';
 import { chartLayout, memoryAxisMax } from './chart-layout';
-import { GpuModel } from './model';
+import { GpuModel, hasGpuData } from './model';
 import {
   GpuMetric,
   ISeries,
@@ -147,12 +147,11 @@ export class ChartsView {
 
   /** Whether the charts can be drawn now (plotly misbehaves in hidden elements). */
   private _canDraw(): boolean {
-    const payload = this._model.payload;
     return (
       !!this._renderer &&
       this._canShow() &&
-      !!payload &&
-      payload.backend !== 'none'
+      this._model.view === 'node' &&
+      hasGpuData(this._model.payload)
     );
   }
 
