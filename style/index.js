@@ -1,3 +1,4 @@
+import 'uplot/dist/uPlot.min.css';
 import './common.css';
 import './base.css';
 import './mlflow.css';

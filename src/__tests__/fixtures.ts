@@ -1,7 +1,7 @@
 /**
  * Fixed GPU API data and fakes (server, chart renderer) shared by the specs.
  */
-import { IChartLayout, IChartRenderer, IChartTrace } from '../gpu/chart';
+import { IChartFigure, IChartRenderer } from '../gpu/chart';
 import { IGpuFetchOptions } from '../gpu/api';
 import { GpuModel } from '../gpu/model';
 import {
@@ -294,13 +294,12 @@ export const oneNode = async (): Promise<IClusterOverview> =>
 
 /** Records what would have been drawn. */
 export class FakeRenderer implements IChartRenderer {
-  renders: { el: HTMLElement; traces: IChartTrace[]; layout: IChartLayout }[] =
-    [];
+  renders: { el: HTMLElement; figure: IChartFigure }[] = [];
   resized: HTMLElement[] = [];
   purged: HTMLElement[] = [];
 
-  render(el: HTMLElement, traces: IChartTrace[], layout: IChartLayout): void {
-    this.renders.push({ el, traces, layout });
+  render(el: HTMLElement, figure: IChartFigure): void {
+    this.renders.push({ el, figure });
   }
 
   resize(el: HTMLElement): void {

@@ -37,6 +37,7 @@ interface ICardView {
   flags: HTMLElement;
   health: HTMLDetailsElement;
   healthList: HTMLElement;
+  /** The labels of the health lines shown (they change only with the kind of health). */
   healthSignature: string;
   mig: HTMLElement;
   metrics: HTMLElement;
@@ -222,24 +223,26 @@ function updateCard(
   setText(card.power, formatPower(trans, reading.power_w, powerLimit));
 }
 
-/** The health details of a card, rebuilt only when they changed. */
+/** The health details of a card: its lines kept, their text written when it changed. */
 function renderHealth(
   trans: TranslationBundle,
   card: ICardView,
   reading: IGpuReading
 ): void {
   const lines = healthLines(trans, reading.health);
-  const signature = JSON.stringify(lines);
-  if (signature === card.healthSignature) {
-    return;
+  const labels = lines.map(([label]) => label).join('\n');
+  if (labels !== card.healthSignature) {
+    card.healthSignature = labels;
+    card.healthList.replaceChildren(
+      ...lines.flatMap(([label]) => [
+        h('dt', 'jp-air-gpu-health-label', label),
+        h('dd', 'jp-air-gpu-health-value')
+      ])
+    );
   }
-  card.healthSignature = signature;
-  card.healthList.replaceChildren(
-    ...lines.flatMap(([label, value]) => [
-      h('dt', 'jp-air-gpu-health-label', label),
-      h('dd', 'jp-air-gpu-health-value', value)
-    ])
-  );
+  lines.forEach(([, value], i) => {
+    setText(card.healthList.children[2 * i + 1] as HTMLElement, value);
+  });
 }
 
 /** A reading with every metric unknown (devices known, no sample yet). */

@@ -48,6 +48,10 @@ interface INodeView {
   gpus: Map<number, IGpuRowView>;
   /** Lower-case text the filter matches against. */
   haystack: string;
+  /** The summary shown (an unchanged one, as a delta leaves it, costs nothing). */
+  shown: INodeSummary | null;
+  /** How many of its GPUs are flagged. */
+  flagged: number;
 }
 
 const COLUMNS = 5;
@@ -116,9 +120,12 @@ export class NodesOverview {
         view = this._createNode(node.node);
         this._views.set(node.node, view);
       }
-      const counts = this._updateNode(view, node);
+      if (view.shown !== node) {
+        view.flagged = this._updateNode(view, node);
+        view.shown = node;
+      }
       gpus += node.gpus.length;
-      flagged += counts.flagged;
+      flagged += view.flagged;
       if (node.state !== 'live') {
         silent++;
       }
@@ -212,15 +219,14 @@ export class NodesOverview {
       reasonRow,
       reason,
       gpus: new Map(),
-      haystack: name.toLowerCase()
+      haystack: name.toLowerCase(),
+      shown: null,
+      flagged: 0
     };
   }
 
   /** Write a node's values; returns how many of its GPUs are flagged. */
-  private _updateNode(
-    view: INodeView,
-    node: INodeSummary
-  ): { flagged: number } {
+  private _updateNode(view: INodeView, node: INodeSummary): number {
     const trans = this._trans;
     const state: NodeState = node.state ?? 'live';
     setAttr(view.body, 'data-state', state);
@@ -285,7 +291,7 @@ export class NodesOverview {
     placeInOrder(view.body, rows);
     view.body.classList.toggle('jp-mod-flagged', flagged > 0);
     view.haystack = words.join('\n').toLowerCase();
-    return { flagged };
+    return flagged;
   }
 
   private _createGpu(index: number): IGpuRowView {

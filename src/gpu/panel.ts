@@ -109,9 +109,9 @@ export class GpuPanel extends ShownWidget {
   }
 
   /**
-   * Update the panel from the model: text, cards and processes now, then the charts that are
-   * out of date, one per animation frame (each plotly redraw is a few milliseconds: drawing the
-   * three in one go would block a frame). Measured as `jupyter-air:gpu-render`.
+   * Update the panel from the model: text, overview, cards and processes now, then the charts
+   * that are out of date, one per animation frame (so no frame has to absorb all three redraws).
+   * Measured as `jupyter-air:gpu-render`.
    */
   render(): void {
     this._timer.timed(() => {
@@ -164,7 +164,7 @@ export class GpuPanel extends ShownWidget {
     this._model.start();
     this._clock.start(CLOCK_MS);
     this._header.renderAge();
-    this._charts.render();
+    this._charts.resize(); // its size may have changed while hidden
   }
 
   protected onHidden(): void {

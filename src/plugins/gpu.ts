@@ -22,7 +22,7 @@ import { loadTranslation } from '../common/translation';
 import { watchActivity } from '../gpu/activity';
 import { GpuModel } from '../gpu/model';
 import { GpuPanel } from '../gpu/panel';
-import { PlotlyRenderer } from '../gpu/plotly-renderer';
+import { UplotRenderer } from '../gpu/uplot-renderer';
 import { statusUiUrl, defaultUiUrl } from '../mlflow/links';
 import { gpuIcon } from '../icons';
 import { IMlflowStatusStore } from '../tokens';
@@ -80,7 +80,7 @@ export const gpuPlugin: JupyterFrontEndPlugin<void> = {
     const panel = new GpuPanel({
       model,
       translator,
-      renderer: new PlotlyRenderer(),
+      renderer: new UplotRenderer(),
       linker: {
         commands: app.commands,
         baseUrl: () => PageConfig.getBaseUrl(),

@@ -76,19 +76,39 @@ async function measure(
       name
     );
   const updates = stats(await read(UPDATE));
-  const frames = stats(await read(FRAME));
+  const pieces: { duration: number; detail: string }[] = await page.evaluate(
+    n =>
+      performance.getEntriesByName(n).map(entry => ({
+        duration: entry.duration,
+        detail: String((entry as PerformanceMeasure).detail ?? '')
+      })),
+    FRAME
+  );
+  const frames = stats(pieces.map(p => p.duration));
+  const byPiece = new Map<string, number[]>();
+  for (const p of pieces) {
+    byPiece.set(p.detail, [...(byPiece.get(p.detail) ?? []), p.duration]);
+  }
+  const perPiece = Array.from(byPiece.entries())
+    .map(([piece, values]) => {
+      const s = stats(values);
+      return `${piece} ${ms(s.median)}/${ms(s.p95)}`;
+    })
+    .join(', ');
   const points = await page.evaluate(panel => {
     const plot = document.querySelector(
-      `${panel} .jp-air-gpu-chart .js-plotly-plot`
-    ) as any;
-    return plot?.data?.map((trace: any) => trace.x.length) ?? [];
+      `${panel} .jp-air-gpu-chart-plot`
+    ) as HTMLElement | null;
+    return plot?.dataset.lines
+      ? `${plot.dataset.lines} lines × ${plot.dataset.points} points`
+      : '';
   }, PANEL);
   const line =
     `${label}: per frame over ${frames.n} frames: median ${ms(frames.median)}, ` +
     `p95 ${ms(frames.p95)}, max ${ms(frames.max)} (budget 16 ms at p95); ` +
     `per update over ${updates.n} updates: median ${ms(updates.median)}, ` +
-    `p95 ${ms(updates.p95)}` +
-    (points.length ? `; points per trace ${JSON.stringify(points)}` : '');
+    `p95 ${ms(updates.p95)}; per piece (median/p95): ${perPiece}` +
+    (points ? `; charts of ${points}` : '');
   console.log(line);
   test.info().annotations.push({ type: 'figures', description: line });
   return { frames };
@@ -104,8 +124,13 @@ test('GPU panel render, one node of 8 GPUs x 720 points', async ({
   await page.evaluate(update => performance.clearMeasures(update), UPDATE);
   await execute(page, 'jupyter-air:open-gpu-resources');
   await expect(page.locator(`${PANEL} .jp-air-gpu-card`)).toHaveCount(GPUS);
+  await expect
+    .poll(() =>
+      page.evaluate(u => performance.getEntriesByName(u).length, UPDATE)
+    )
+    .toBeGreaterThan(0);
   const first = await page.evaluate(
-    update => performance.getEntriesByName(update)[0]?.duration ?? NaN,
+    update => performance.getEntriesByName(update)[0].duration,
     UPDATE
   );
   console.log(`one node: first update (full history) ${ms(first)}`);
