@@ -177,7 +177,7 @@ export function payload(overrides: Partial<IGpuPayload> = {}): IGpuPayload {
 /**
  * A fake GPU API: each call takes a sample "now" (the faked Date.now) of the node asked for and
  * answers like the server: the whole history without `since`, only newer samples with it. The
- * overview lists this server's node (its newest sample) and the `agents`' rows; with `since` it
+ * overview lists this server's node (a sample taken now) and the `agents`' rows; with `since` it
  * holds only the rows that changed (here: this server's, and agents whose `last_seen` is newer).
  */
 export class FakeServer {
@@ -238,8 +238,7 @@ export class FakeServer {
     const history = this.historyOf(node);
     history.push(this.makeSample(now, node));
     const since = options.since;
-    const samples =
-      since === null ? history : history.filter(s => s.t > since);
+    const samples = since === null ? history : history.filter(s => s.t > since);
     return payload({
       ...this.meta,
       ...(node === this.node
@@ -259,7 +258,8 @@ export class FakeServer {
       throw error;
     }
     const now = Date.now() / 1000;
-    const latest = this.history[this.history.length - 1] ?? null;
+    // the server samples its own node whoever asks: its newest values, now
+    const latest = this.makeSample(now, this.node);
     const own = nodeSummary(this.node, {
       source: 'server',
       last_seen: latest?.t ?? null,

@@ -1,14 +1,7 @@
 import { APIError } from '../api';
 import { mergeSamples, trimSamples } from '../gpu/history';
 import { GpuModel } from '../gpu/model';
-import {
-  FakeServer,
-  T0,
-  oneNode,
-  payload,
-  reading,
-  sample
-} from './fixtures';
+import { FakeServer, T0, oneNode, payload, reading, sample } from './fixtures';
 import { advance } from './helpers';
 
 describe('mergeSamples / trimSamples', () => {

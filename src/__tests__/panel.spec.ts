@@ -13,7 +13,7 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, shown } from './helpers';
 
 /** A renderer that, like plotly's, must load before it draws; `loaded()` finishes loading. */
 class LazyRenderer extends FakeRenderer {
@@ -26,19 +26,6 @@ class LazyRenderer extends FakeRenderer {
       this.loaded = resolve;
     });
   }
-}
-
-/** Whether an element and all its ancestors up to the panel are shown. */
-function shown(el: Element | null): boolean {
-  if (!el) {
-    return false;
-  }
-  for (let e: Element | null = el; e; e = e.parentElement) {
-    if ((e as HTMLElement).hidden) {
-      return false;
-    }
-  }
-  return true;
 }
 
 describe('GpuPanel', () => {

@@ -85,7 +85,7 @@ describe('series', () => {
 });
 
 describe('thinAligned', () => {
-  it('keeps the first and last time of each bucket and each series\' minimum and maximum in time order', () => {
+  it("keeps the first and last time of each bucket and each series' minimum and maximum in time order", () => {
     const x = [0, 1, 2, 3, 4, 5, 6, 7];
     const a = [5, 9, 1, 5, 5, 2, 5, 8];
     const b = [1, 1, 1, 7, 1, 1, 1, 1];

@@ -69,7 +69,11 @@ export function isNewTabClick(event: MouseEvent): boolean {
  */
 export function setText(el: HTMLElement, text: string): void {
   const only = el.firstChild;
-  if (only !== null && only === el.lastChild && only.nodeType === Node.TEXT_NODE) {
+  if (
+    only !== null &&
+    only === el.lastChild &&
+    only.nodeType === Node.TEXT_NODE
+  ) {
     if ((only as Text).data !== text) {
       if (text) {
         (only as Text).data = text;

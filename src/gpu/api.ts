@@ -24,7 +24,9 @@ export type GpuFetcher = (options: IGpuFetchOptions) => Promise<IGpuPayload>;
  * A function that asks for the cluster overview; `since`: the `now` of an earlier answer (only
  * the nodes that changed since), `null` for every node.
  */
-export type OverviewFetcher = (since: number | null) => Promise<IClusterOverview>;
+export type OverviewFetcher = (
+  since: number | null
+) => Promise<IClusterOverview>;
 
 /** A query string from the parameters that are set (`''` when none is). */
 function query(params: Record<string, string | number | null | undefined>) {

@@ -48,3 +48,29 @@ export interface IChartRenderer {
   /** Remove the chart and free its resources. */
   purge(el: HTMLElement): void;
 }
+
+/**
+ * A renderer whose code loads on first use (a separate chunk, not at JupyterLab's start): the
+ * panel calls `load()` before its first draw.
+ */
+export function lazyRenderer(
+  loader: () => Promise<IChartRenderer>
+): IChartRenderer {
+  let renderer: IChartRenderer | null = null;
+  let loading: Promise<void> | null = null;
+  return {
+    load: () => {
+      if (loading === null) {
+        loading = loader()
+          .then(loaded => loaded.load?.().then(() => loaded) ?? loaded)
+          .then(loaded => {
+            renderer = loaded;
+          });
+      }
+      return loading;
+    },
+    render: (el, figure) => renderer?.render(el, figure),
+    resize: el => renderer?.resize(el),
+    purge: el => renderer?.purge(el)
+  };
+}

@@ -161,3 +161,23 @@ export function formatTime(
   }
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${time}`;
 }
+
+/** Used / total memory from MiB in whole GiB, for narrow rows: `47/80 GiB`. */
+export function formatMemoryShort(
+  trans: TranslationBundle,
+  usedMb: number | null | undefined,
+  totalMb: number | null | undefined
+): string {
+  const used = num(usedMb);
+  const total = num(totalMb);
+  if (used === null) {
+    return notAvailable(trans);
+  }
+  return total === null
+    ? trans.__('%1 GiB', (used / MIB_PER_GIB).toFixed(0))
+    : trans.__(
+        '%1/%2 GiB',
+        (used / MIB_PER_GIB).toFixed(0),
+        (total / MIB_PER_GIB).toFixed(0)
+      );
+}

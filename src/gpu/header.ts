@@ -175,7 +175,9 @@ export class PanelHeader {
     );
 
     const noGpu =
-      !!payload && payload.backend !== 'nvml' && payload.backend !== 'simulated';
+      !!payload &&
+      payload.backend !== 'nvml' &&
+      payload.backend !== 'simulated';
     setHidden(this._nogpu, !noGpu);
     setText(
       this._nogpu,

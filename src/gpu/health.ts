@@ -156,7 +156,9 @@ export function healthLines(
   const xidCount = formatCount(trans, health.xid_count);
   const last = lastXid(trans, health);
   const xid =
-    last && num(health.xid_count) ? trans.__('%1 (last: %2)', xidCount, last) : xidCount;
+    last && num(health.xid_count)
+      ? trans.__('%1 (last: %2)', xidCount, last)
+      : xidCount;
   return [
     [
       trans.__('SM clock'),
@@ -170,11 +172,8 @@ export function healthLines(
     [trans.__('Fan'), formatPercent(trans, health.fan_pct)],
     [
       trans.__('ECC errors'),
-      pair(
-        trans,
-        health.ecc_corrected,
-        health.ecc_uncorrected,
-        (ok, bad) => trans.__('%1 corrected, %2 uncorrected', ok, bad)
+      pair(trans, health.ecc_corrected, health.ecc_uncorrected, (ok, bad) =>
+        trans.__('%1 corrected, %2 uncorrected', ok, bad)
       )
     ],
     [trans.__('Retired pages'), retired],

@@ -25,12 +25,7 @@ import { describeError } from '../api';
 import { Poller } from '../common/poller';
 import { GpuFetcher, OverviewFetcher, fetchGpu, fetchOverview } from './api';
 import { mergeSamples, sameSamples, trimSamples } from './history';
-import {
-  IClusterOverview,
-  IGpuPayload,
-  INodeSummary,
-  ISample
-} from './types';
+import { IClusterOverview, IGpuPayload, INodeSummary, ISample } from './types';
 
 /** Defaults used until the server has said otherwise. */
 export const DEFAULT_INTERVAL_S = 10;
@@ -51,8 +46,7 @@ export function hasGpuData(
   payload: { backend: string | null } | null | undefined
 ): boolean {
   return (
-    !!payload &&
-    (payload.backend === 'nvml' || payload.backend === 'simulated')
+    !!payload && (payload.backend === 'nvml' || payload.backend === 'simulated')
   );
 }
 
@@ -173,7 +167,8 @@ export class GpuModel implements IDisposable {
             this._changed.emit();
           }
         },
-        reason => console.warn('jupyter-air: cannot read the saved node', reason)
+        reason =>
+          console.warn('jupyter-air: cannot read the saved node', reason)
       )
       .finally(() => {
         if (this._restoring === restoring) {
@@ -212,7 +207,8 @@ export class GpuModel implements IDisposable {
       return 'error';
     }
     const view = this.view;
-    const answered = view === 'overview' || (view === 'node' && !!this._payload);
+    const answered =
+      view === 'overview' || (view === 'node' && !!this._payload);
     return answered ? 'live' : 'loading';
   }
 

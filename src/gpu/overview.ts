@@ -9,9 +9,17 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { h, placeInOrder, setAttr, setHidden, setMeter, setText } from '../common/dom';
+import {
+  h,
+  placeInOrder,
+  setAttr,
+  setHidden,
+  setMeter,
+  setText
+} from '../common/dom';
 import {
   formatMemory,
+  formatMemoryShort,
   formatPercent,
   formatPower,
   formatTemperature,
@@ -169,7 +177,9 @@ export class NodesOverview {
     setHidden(this._empty, !none);
     setText(
       this._empty,
-      none ? this._trans.__('No node matches “%1”.', this._filter.value.trim()) : ''
+      none
+        ? this._trans.__('No node matches “%1”.', this._filter.value.trim())
+        : ''
     );
   }
 
@@ -185,7 +195,11 @@ export class NodesOverview {
     open.type = 'button';
     open.title = trans.__('Show node %1: charts and processes', name);
     open.addEventListener('click', () => this._onOpen(name));
-    const hostBadge = h('span', 'jp-air-gpu-ov-jupyter jp-air-badge', trans.__('Jupyter host'));
+    const hostBadge = h(
+      'span',
+      'jp-air-gpu-ov-jupyter jp-air-badge',
+      trans.__('Jupyter host')
+    );
     hostBadge.title = trans.__('The node this Jupyter server runs on');
     hostBadge.hidden = true;
     const state = h('span', 'jp-air-gpu-ov-state jp-air-badge');
@@ -341,7 +355,15 @@ export class NodesOverview {
     );
     setText(view.util, formatPercent(trans, gpu.util_pct));
     setMeter(view.utilFill, lost ? null : gpu.util_pct);
-    setText(view.mem, formatMemory(trans, gpu.mem_used_mb, gpu.mem_total_mb));
+    setText(
+      view.mem,
+      formatMemoryShort(trans, gpu.mem_used_mb, gpu.mem_total_mb)
+    );
+    setAttr(
+      view.mem,
+      'title',
+      formatMemory(trans, gpu.mem_used_mb, gpu.mem_total_mb)
+    );
     setText(view.temp, formatTemperature(trans, gpu.temp_c));
     setText(view.power, formatPower(trans, gpu.power_w, null));
     setAttr(
@@ -383,7 +405,9 @@ export function stateTitle(trans: TranslationBundle, state: NodeState): string {
     case 'stale':
       return trans.__('The node has not reported for 3 of its intervals');
     case 'lost':
-      return trans.__('The node has not reported for a long time: its agent may be down');
+      return trans.__(
+        'The node has not reported for a long time: its agent may be down'
+      );
     default:
       return '';
   }

@@ -48,7 +48,9 @@ export class GpuPanel extends ShownWidget {
 
     this._header = new PanelHeader(this._model, trans);
     this._nav = new NodeNav(this._model, trans);
-    this._overview = new NodesOverview(trans, node => this._model.setNode(node));
+    this._overview = new NodesOverview(trans, node =>
+      this._model.setNode(node)
+    );
     this._host = new HostMetrics(trans);
     this._cards = new GpuCards(trans);
     this._charts = new ChartsView({

@@ -53,7 +53,10 @@ function structureKey(figure: IChartFigure): string {
 /** Draws the GPU panel's charts with uPlot. */
 export class UplotRenderer implements IChartRenderer {
   render(el: HTMLElement, figure: IChartFigure): void {
-    const data = [figure.x, ...figure.lines.map(line => line.y)] as uPlot.AlignedData;
+    const data = [
+      figure.x,
+      ...figure.lines.map(line => line.y)
+    ] as uPlot.AlignedData;
     const key = structureKey(figure);
     const drawn = this._drawn.get(el);
     el.dataset.lines = String(figure.lines.length);
@@ -112,6 +115,7 @@ export class UplotRenderer implements IChartRenderer {
       padding: [6, 8, 0, 0],
       cursor: {
         drag: { x: true, y: false },
+        y: false,
         points: { size: 5 }
       },
       scales: {
@@ -171,12 +175,19 @@ export class UplotRenderer implements IChartRenderer {
   /** The values of every line at the cursor, next to it. */
   private _hover(u: uPlot, figure: IChartFigure, hover: HTMLElement): void {
     const idx = u.cursor.idx;
-    if (idx === null || idx === undefined || u.cursor.left === undefined || u.cursor.left < 0) {
+    if (
+      idx === null ||
+      idx === undefined ||
+      u.cursor.left === undefined ||
+      u.cursor.left < 0
+    ) {
       hover.hidden = true;
       return;
     }
     const t = u.data[0][idx];
-    const rows: HTMLElement[] = [h('div', 'jp-air-gpu-chart-hover-time', clock(t, true))];
+    const rows: HTMLElement[] = [
+      h('div', 'jp-air-gpu-chart-hover-time', clock(t, true))
+    ];
     u.series.forEach((series, s) => {
       if (s === 0) {
         return;

@@ -12,17 +12,17 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
-import { PageConfig } from '@jupyterlab/coreutils';
 import { IStateDB } from '@jupyterlab/statedb';
+import { ServerConnection } from '@jupyterlab/services';
 import { ITranslator } from '@jupyterlab/translation';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { CommandIDs, stringArg } from '../commands';
 import { loadTranslation } from '../common/translation';
 import { watchActivity } from '../gpu/activity';
+import { lazyRenderer } from '../gpu/chart';
 import { GpuModel } from '../gpu/model';
 import { GpuPanel } from '../gpu/panel';
-import { UplotRenderer } from '../gpu/uplot-renderer';
 import { statusUiUrl, defaultUiUrl } from '../mlflow/links';
 import { gpuIcon } from '../icons';
 import { IMlflowStatusStore } from '../tokens';
@@ -65,6 +65,7 @@ export const gpuPlugin: JupyterFrontEndPlugin<void> = {
     mlflow: IMlflowStatusStore | null
   ) => {
     const trans = loadTranslation(translator);
+    const settings = ServerConnection.makeSettings();
     const model = new GpuModel();
     if (state) {
       // the node picked before the reload: no request before it is known
@@ -80,10 +81,12 @@ export const gpuPlugin: JupyterFrontEndPlugin<void> = {
     const panel = new GpuPanel({
       model,
       translator,
-      renderer: new UplotRenderer(),
+      renderer: lazyRenderer(() =>
+        import('../gpu/uplot-renderer').then(m => new m.UplotRenderer())
+      ),
       linker: {
         commands: app.commands,
-        baseUrl: () => PageConfig.getBaseUrl(),
+        baseUrl: () => settings.baseUrl,
         mlflowUi: () => {
           const status = mlflow?.latest ?? null;
           return status ? statusUiUrl(status) : defaultUiUrl();

@@ -31,13 +31,28 @@ export class Agents {
     this._dataDir = serverDataDir(baseURL);
   }
 
-  /** Start an agent for `node` (a token is minted first); resolves once it runs. */
+  /**
+   * Start an agent for `node` (its token is minted the first time, and kept for a restart);
+   * resolves once it runs.
+   */
   async start(node: string, options: IAgentOptions = {}): Promise<void> {
-    const { stdout } = await run(
-      PYTHON,
-      ['-m', 'jupyter_air.cli', 'agent-token', node, '--data-dir', this._dataDir],
-      { timeout: 30_000 }
-    );
+    let token = this._tokens.get(node);
+    if (token === undefined) {
+      const { stdout } = await run(
+        PYTHON,
+        [
+          '-m',
+          'jupyter_air.cli',
+          'agent-token',
+          node,
+          '--data-dir',
+          this._dataDir
+        ],
+        { timeout: 30_000 }
+      );
+      token = stdout.trim();
+      this._tokens.set(node, token);
+    }
     const child = spawn(
       PYTHON,
       [
@@ -56,7 +71,7 @@ export class Agents {
       {
         env: {
           ...process.env,
-          JUPYTER_AIR_AGENT_TOKEN: stdout.trim(),
+          JUPYTER_AIR_AGENT_TOKEN: token,
           JUPYTER_AIR_SIMULATED_GPUS: String(options.gpus ?? 2),
           JUPYTER_AIR_SIMULATED_FAULTS: options.faults ?? ''
         },
@@ -81,17 +96,22 @@ export class Agents {
     if (!child || child.exitCode !== null) {
       return;
     }
-    const exited = new Promise<void>(resolve => child.once('exit', () => resolve()));
+    const exited = new Promise<void>(resolve =>
+      child.once('exit', () => resolve())
+    );
     child.kill('SIGTERM');
     await exited;
   }
 
   /** Stop every agent started here. */
   async stopAll(): Promise<void> {
-    await Promise.all(Array.from(this._started.keys()).map(node => this.stop(node)));
+    await Promise.all(
+      Array.from(this._started.keys()).map(node => this.stop(node))
+    );
   }
 
   private readonly _server: string;
+  private readonly _tokens = new Map<string, string>();
   private readonly _dataDir: string;
   private readonly _started = new Map<string, ChildProcess>();
 }
