@@ -245,14 +245,18 @@ pwTest(
   async ({ page }) => {
     pwTest.setTimeout(READY_TIMEOUT + 90_000);
     const base = prefixBase.replace(/\/$/, '');
-    const tracking = await mlflowReady(page.request, base);
+    await mlflowReady(page.request, base);
     const python = process.env.AIR_PYTHON || 'python';
+    // the embedded server's address and token, from the server's data folder (its user's)
     const { stdout } = await promisify(execFile)(python, [
       '-c',
-      'import sys; from mlflow import MlflowClient; c = MlflowClient(sys.argv[1]); ' +
+      'import os, sys; from pathlib import Path; from mlflow import MlflowClient; ' +
+        'from jupyter_air.mlflow_server.records import ServerFiles; ' +
+        'os.environ.update(ServerFiles(Path(sys.argv[1]) / "mlflow").endpoint().env()); ' +
+        'c = MlflowClient(); ' +
         'e = c.create_experiment(sys.argv[2]); r = c.create_run(e, run_name="tag-me"); ' +
         'print(e, r.info.run_id)',
-      tracking,
+      serverDataDir(prefixBase),
       `xsrf-${Date.now()}`
     ]);
     const [experimentId, runId] = stdout.trim().split(/\s+/).slice(-2);
