@@ -42,7 +42,8 @@ const ms = (v: number) => `${v.toFixed(1)} ms`;
 async function fullHistory(
   request: APIRequestContext,
   baseURL: string,
-  node: string | null
+  node: string | null,
+  timeout = 150_000
 ): Promise<void> {
   const query = node ? `?node=${encodeURIComponent(node)}` : '';
   await expect
@@ -51,7 +52,7 @@ async function fullHistory(
         const r = await request.get(`${baseURL}/air/api/gpu${query}`);
         return r.ok() ? (await r.json()).samples.length : 0;
       },
-      { timeout: 150_000, intervals: [2000] }
+      { timeout, intervals: [2000] }
     )
     .toBeGreaterThanOrEqual(HISTORY_POINTS);
 }
@@ -144,6 +145,8 @@ test('GPU panel render, 4 nodes x 8 GPUs x 720 points', async ({
   request,
   baseURL
 }) => {
+  // agents sampling every 0.05 s fill their history more slowly on a busy machine
+  test.setTimeout(600_000);
   const agents = new Agents(baseURL!);
   const nodes = ['bench-node-b', 'bench-node-c', 'bench-node-d'];
   try {
@@ -152,7 +155,7 @@ test('GPU panel render, 4 nodes x 8 GPUs x 720 points', async ({
     );
     await fullHistory(request, baseURL!, null);
     for (const node of nodes) {
-      await fullHistory(request, baseURL!, node);
+      await fullHistory(request, baseURL!, node, 420_000);
     }
     await execute(page, 'jupyter-air:open-gpu-resources', { node: '' });
     const rows = page.locator(`${PANEL} .jp-air-gpu-ov-gpu`);
