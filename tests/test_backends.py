@@ -7,6 +7,7 @@ from traitlets import TraitError
 
 from jupyter_air.server.app import JupyterAir
 from jupyter_air.telemetry import Sampler, create_backend
+from jupyter_air.telemetry.models import Sample
 from jupyter_air.telemetry.nvml import NvmlBackend
 from jupyter_air.telemetry.simulated import SimulatedBackend
 
@@ -67,3 +68,54 @@ def test_simulated_gpus_change_and_stay_plausible():
 def test_invalid_settings_are_rejected_with_the_setting_name(trait, value):
     with pytest.raises(TraitError, match=f"JupyterAir.{trait}"):
         JupyterAir(**{trait: value})
+
+
+def test_simulated_gpus_report_health_without_flags():
+    sample = Sampler(SimulatedBackend(2, seed=3), node="demo").sample()
+    Sample.model_validate(sample)  # what the panel gets is the contract
+    for gpu in sample["gpus"]:
+        health = gpu["health"]
+        assert health["flags"] == []
+        assert 0 < health["sm_clock_mhz"] <= health["sm_clock_max_mhz"]
+        assert health["xid_count"] == 0 and health["ecc_uncorrected"] == 0
+        assert health["fan_pct"] is None  # not reported: null, never 0
+        assert health["retired_pages_sbe"] is None
+
+
+def test_simulated_faults_on_request_flag_their_gpus(monkeypatch):
+    monkeypatch.setenv("JUPYTER_AIR_GPU_BACKEND", "simulated")
+    monkeypatch.setenv("JUPYTER_AIR_SIMULATED_GPUS", "5")
+    monkeypatch.setenv(
+        "JUPYTER_AIR_SIMULATED_FAULTS", "1:xid, 2:ecc,3:thermal,3:hw_slowdown,4:row_remap_failure"
+    )
+    sample = Sampler(create_backend("auto"), node="demo").sample()
+    Sample.model_validate(sample)
+    flags = {gpu["index"]: gpu["health"]["flags"] for gpu in sample["gpus"]}
+    assert flags == {
+        0: [],
+        1: ["xid"],
+        2: ["ecc_uncorrected"],
+        3: ["thermal_throttling", "hw_slowdown"],
+        4: ["row_remap_failure"],
+    }
+    health = {gpu["index"]: gpu["health"] for gpu in sample["gpus"]}
+    assert health[1]["xid_count"] == 1 and health[1]["xid_errors"][0]["xid"] == 79
+    assert health[2]["ecc_uncorrected"] == 1
+    assert {"hw_thermal_slowdown", "hw_slowdown"} <= set(health[3]["throttle_reasons"])
+    assert health[4]["row_remap_failure"] is True
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("xid", r"'xid' is not GPU:FAULT"),
+        ("a:xid", r"'a:xid' is not GPU:FAULT"),
+        ("7:xid", r"'7:xid' names GPU 7, but there are 2 GPUs"),
+        ("1:melted", r"'1:melted': unknown fault 'melted'; choose one of xid, ecc"),
+    ],
+)
+def test_bad_simulated_faults_are_clear_errors(monkeypatch, value, message):
+    monkeypatch.setenv("JUPYTER_AIR_GPU_BACKEND", "simulated")
+    monkeypatch.setenv("JUPYTER_AIR_SIMULATED_FAULTS", value)
+    with pytest.raises(ValueError, match=f"JUPYTER_AIR_SIMULATED_FAULTS: {message}"):
+        create_backend("auto", simulated_gpus=2)

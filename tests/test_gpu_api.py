@@ -59,7 +59,8 @@ async def test_since_returns_only_new_samples(jp_fetch):
         "air", "api", "gpu", params={"since": str(refreshed["latest"]["t"])}
     )
     assert body(nothing_new)["samples"] == []
-    assert len(nothing_new.body) < 2048  # a delta poll stays small
+    # a delta poll stays small: the latest sample (3 GPUs with their health), no history
+    assert len(nothing_new.body) < 4096
 
 
 async def test_refresh_adds_a_sample_to_the_history(jp_fetch):

@@ -16,6 +16,7 @@ from fake_nvml import FakeGpu, FakeNvml, MiB
 from jupyter_air.telemetry import Sampler
 from jupyter_air.telemetry.models import Sample
 from jupyter_air.telemetry.nvml import NvmlBackend
+from jupyter_air.telemetry.simulated import SimulatedBackend
 
 # Starts a child with the environment given in argv[1] (JSON; "inherit" keeps ours), prints the
 # child's pid once the child runs, and lives until stdin closes, like a launcher above its ranks.
@@ -119,3 +120,19 @@ def test_a_process_of_no_run_has_none_and_the_search_stops_at_a_kernel(tree):
     process = process_of(child, owners={kernel: owner})
     assert process["kernel"] == owner
     assert process["run"] is None
+
+
+def test_simulated_gpus_show_the_processes_a_kernel_started_with_their_run(tree):
+    kernel, rank = tree(
+        {"MLFLOW_RUN_ID": "4f2c9e8a1b7d4e3f", "MLFLOW_EXPERIMENT_ID": "7"},
+        {"inherit": True, "RANK": "0", "LOCAL_RANK": "0"},
+    )
+    owner = {"kernel_id": "k1", "kernel_name": "python3", "path": "train.ipynb"}
+    sample = Sampler(SimulatedBackend(2, seed=1), node="n").sample(owners={kernel: owner})
+    Sample.model_validate(sample)
+    processes = {p["pid"]: p for gpu in sample["gpus"] for p in gpu["processes"]}
+    assert set(processes) == {kernel, rank}
+    assert processes[rank]["kernel"] == owner  # started by the notebook's kernel
+    assert processes[rank]["run"]["run_id"] == "4f2c9e8a1b7d4e3f"
+    assert processes[rank]["run"]["rank"] == 0
+    assert processes[kernel]["run"] is None  # a kernel is its notebook's, not a run's

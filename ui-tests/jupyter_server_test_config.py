@@ -13,6 +13,10 @@ c.JupyterAir.simulated_gpus = int(os.environ.get("AIR_UI_GPUS", "2"))  # noqa: F
 c.JupyterAir.gpu_poll_interval = float(os.environ.get("AIR_UI_INTERVAL", "2"))  # noqa: F821
 c.JupyterAir.gpu_history = float(os.environ.get("AIR_UI_HISTORY", "7200"))  # noqa: F821
 c.JupyterAir.gpu_idle_timeout = float(os.environ.get("AIR_UI_IDLE", "15"))  # noqa: F821
+# the server of the multi-node tests: its own node's name, and agents lost soon after they stop
+if os.environ.get("AIR_UI_NODE_NAME"):
+    c.JupyterAir.node_name = os.environ["AIR_UI_NODE_NAME"]  # noqa: F821
+c.JupyterAir.agent_lost_after = float(os.environ.get("AIR_UI_LOST_AFTER", "300"))  # noqa: F821
 # each test server its own jupyter-air data (its own embedded MLflow store)
 c.JupyterAir.data_dir = os.path.join(  # noqa: F821
     os.environ.get("JUPYTER_DATA_DIR", os.path.expanduser("~/.local/share/jupyter")),

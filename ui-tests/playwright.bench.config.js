@@ -1,6 +1,6 @@
 /**
  * Browser benchmarks (not part of `make test`): the GPU panel's render time per update for
- * 8 simulated GPUs with a full history, and the README screenshot. Prints figures.
+ * 8 simulated GPUs with a full history (one node, and 4 nodes through node agents), and the README screenshot. Prints figures.
  */
 const base = require('./playwright.config');
 
@@ -20,7 +20,7 @@ module.exports = {
       AIR_UI_PORT: port,
       AIR_UI_GPUS: process.env.AIR_UI_GPUS || '8',
       AIR_UI_INTERVAL: process.env.AIR_UI_INTERVAL || '0.05',
-      AIR_UI_HISTORY: process.env.AIR_UI_HISTORY || '38',
+      AIR_UI_HISTORY: process.env.AIR_UI_HISTORY || '45',
       AIR_UI_IDLE: '600'
     },
     timeout: 180 * 1000,

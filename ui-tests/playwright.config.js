@@ -8,6 +8,9 @@ const port = process.env.AIR_UI_PORT || '8911';
 // server logs go to files (printed by scripts/test.sh when a test fails), not into the test output
 const logDir = process.env.AIR_UI_LOG_DIR || '../.jupyter-test';
 const prefixPort = process.env.AIR_UI_PREFIX_PORT || '8912';
+// the server that node agents report to (gpu-nodes.spec.ts): nodes are never forgotten, so the
+// other specs keep a server of one node
+const nodesPort = process.env.AIR_UI_NODES_PORT || String(Number(port) + 3);
 const chromium = process.env.AIR_CHROMIUM || '/usr/bin/chromium';
 
 module.exports = {
@@ -51,6 +54,21 @@ module.exports = {
         AIR_UI_PORT: prefixPort,
         AIR_UI_XSRF: '1',
         JUPYTER_AIR_GPU_BACKEND: 'auto'
+      },
+      timeout: 180 * 1000,
+      reuseExistingServer: !process.env.CI
+    },
+    {
+      // the Jupyter host of a simulated cluster: node "gpu-a", agents lost 8 s after they stop
+      command: `jupyter lab --config jupyter_server_test_config.py 2> ${logDir}/ui-server-nodes.log`,
+      url: `http://localhost:${nodesPort}/lab`,
+      env: {
+        ...process.env,
+        AIR_UI_PORT: nodesPort,
+        AIR_UI_NODE_NAME: 'gpu-a',
+        AIR_UI_INTERVAL: '1',
+        AIR_UI_IDLE: '120',
+        AIR_UI_LOST_AFTER: '8'
       },
       timeout: 180 * 1000,
       reuseExistingServer: !process.env.CI

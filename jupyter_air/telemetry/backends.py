@@ -13,6 +13,7 @@ from .contract import GpuBackend, NoGpuBackend
 
 BACKEND_ENV = "JUPYTER_AIR_GPU_BACKEND"
 SIMULATED_GPUS_ENV = "JUPYTER_AIR_SIMULATED_GPUS"
+SIMULATED_FAULTS_ENV = "JUPYTER_AIR_SIMULATED_FAULTS"
 BACKEND_CHOICES = ("auto", "nvml", "simulated", "none")
 
 
@@ -47,9 +48,11 @@ def create_backend(kind: str = "auto", simulated_gpus: int = 4) -> GpuBackend:
     """
     kind = resolve_backend_kind(kind)
     if kind == "simulated":
-        from .simulated import SimulatedBackend
+        from .simulated import SimulatedBackend, parse_faults
 
-        return SimulatedBackend(resolve_simulated_gpus(simulated_gpus))
+        count = resolve_simulated_gpus(simulated_gpus)
+        faults = parse_faults(os.environ.get(SIMULATED_FAULTS_ENV, ""), count, SIMULATED_FAULTS_ENV)
+        return SimulatedBackend(count, faults=faults)
     if kind == "none":
         return NoGpuBackend("GPU monitoring is turned off (gpu_backend = 'none').")
     from .nvml import NvmlBackend

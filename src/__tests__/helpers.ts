@@ -1,7 +1,7 @@
 /**
  * Test helpers shared by the specs: advancing jest's fake timers (with the promises they settle),
- * a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), and markup
- * that must only ever show as text.
+ * a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), markup
+ * that must only ever show as text, and whether an element is shown.
  */
 
 import { loadTranslation } from '../common/translation';
@@ -35,4 +35,17 @@ export function stubFetch(body: string): Request[] {
     globalThis.fetch = realFetch;
   });
   return requests;
+}
+
+/** Whether an element and all its ancestors are shown (none `hidden`). */
+export function shown(el: Element | null): boolean {
+  if (!el) {
+    return false;
+  }
+  for (let e: Element | null = el; e; e = e.parentElement) {
+    if ((e as HTMLElement).hidden) {
+      return false;
+    }
+  }
+  return true;
 }

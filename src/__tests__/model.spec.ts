@@ -1,7 +1,7 @@
 import { APIError } from '../api';
 import { mergeSamples, trimSamples } from '../gpu/history';
 import { GpuModel } from '../gpu/model';
-import { FakeServer, T0, payload, reading, sample } from './fixtures';
+import { FakeServer, T0, oneNode, payload, reading, sample } from './fixtures';
 import { advance } from './helpers';
 
 describe('mergeSamples / trimSamples', () => {
@@ -30,7 +30,7 @@ describe('GpuModel', () => {
   beforeEach(() => {
     jest.useFakeTimers({ now: T0 * 1000 });
     server = new FakeServer();
-    model = new GpuModel({ fetch: server.fetch });
+    model = new GpuModel(server.options);
   });
 
   afterEach(() => {
@@ -44,12 +44,12 @@ describe('GpuModel', () => {
     expect(model.status).toBe('loading');
     model.start();
     await advance(0);
-    expect(server.calls).toEqual([{ since: null, refresh: false }]);
+    expect(server.calls).toEqual([{ since: null, refresh: false, node: null }]);
     expect(model.status).toBe('live');
     expect(model.samples.map(s => s.t)).toEqual([T0 - 20, T0 - 10, T0]);
 
     await advance(10_000);
-    expect(server.calls[1]).toEqual({ since: T0, refresh: false });
+    expect(server.calls[1]).toEqual({ since: T0, refresh: false, node: null });
     expect(model.samples.map(s => s.t)).toEqual([
       T0 - 20,
       T0 - 10,
@@ -69,7 +69,10 @@ describe('GpuModel', () => {
       })
     ];
     model.dispose();
-    model = new GpuModel({ fetch: async () => answers.shift()! });
+    model = new GpuModel({
+      fetch: async () => answers.shift()!,
+      fetchOverview: oneNode
+    });
     model.start();
     await advance(0);
     await advance(10_000);
@@ -189,7 +192,7 @@ describe('GpuModel', () => {
     await advance(0);
     await advance(3_000);
     await model.refresh();
-    expect(server.calls[1]).toEqual({ since: T0, refresh: true });
+    expect(server.calls[1]).toEqual({ since: T0, refresh: true, node: null });
     expect(model.samples.map(s => s.t - T0)).toEqual([0, 3]);
     // the next poll is one interval after the refresh
     await advance(9_999);
@@ -217,7 +220,8 @@ describe('GpuModel', () => {
     // server clock is 1000 s ahead of ours: must not matter
     model = new GpuModel({
       fetch: async () =>
-        payload({ now: T0 + 1000, latest: sample(T0 + 1000 - 4) })
+        payload({ now: T0 + 1000, latest: sample(T0 + 1000 - 4) }),
+      fetchOverview: oneNode
     });
     expect(model.secondsSinceUpdate()).toBeNull();
     model.start();
@@ -234,7 +238,8 @@ describe('GpuModel', () => {
       fetch: async () => {
         calls.push(Date.now() - T0 * 1000);
         return payload({ idle_timeout_s: 25, interval_s: 10 });
-      }
+      },
+      fetchOverview: oneNode
     });
     model.start();
     await advance(0);

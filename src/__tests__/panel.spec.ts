@@ -2,7 +2,7 @@ import { Widget } from '@lumino/widgets';
 
 import { GpuModel } from '../gpu/model';
 import { GpuPanel } from '../gpu/panel';
-import { IChartTheme } from '../gpu/theme';
+import { IChartTheme, gpuColor } from '../gpu/theme';
 import { RENDER_MEASURE } from '../gpu/timing';
 import { ISample } from '../gpu/types';
 import {
@@ -13,7 +13,7 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, shown } from './helpers';
 
 /** A renderer that, like plotly's, must load before it draws; `loaded()` finishes loading. */
 class LazyRenderer extends FakeRenderer {
@@ -26,19 +26,6 @@ class LazyRenderer extends FakeRenderer {
       this.loaded = resolve;
     });
   }
-}
-
-/** Whether an element and all its ancestors up to the panel are shown. */
-function shown(el: Element | null): boolean {
-  if (!el) {
-    return false;
-  }
-  for (let e: Element | null = el; e; e = e.parentElement) {
-    if ((e as HTMLElement).hidden) {
-      return false;
-    }
-  }
-  return true;
 }
 
 describe('GpuPanel', () => {
@@ -68,7 +55,7 @@ describe('GpuPanel', () => {
     server = new FakeServer(meta, makeSample);
     server.history = history;
     renderer = chartRenderer;
-    model = new GpuModel({ fetch: server.fetch });
+    model = new GpuModel(server.options);
     opened = [];
     theme = {
       font: '#111111',
@@ -143,7 +130,10 @@ describe('GpuPanel', () => {
   });
 
   it('shows a loading state before the first answer', () => {
-    model = new GpuModel({ fetch: () => new Promise(() => undefined) });
+    model = new GpuModel({
+      fetch: () => new Promise(() => undefined),
+      fetchOverview: () => new Promise(() => undefined)
+    });
     panel = new GpuPanel({ model });
     expect(shown(panel.node.querySelector('.jp-air-gpu-loading'))).toBe(true);
     expect(panel.node.querySelectorAll('.jp-air-gpu-card')).toHaveLength(0);
@@ -260,7 +250,8 @@ describe('GpuPanel', () => {
     await advance(0);
     expect(server.calls[server.calls.length - 1]).toEqual({
       since: T0,
-      refresh: true
+      refresh: true,
+      node: null
     });
   });
 
@@ -338,7 +329,8 @@ describe('GpuPanel', () => {
       'ada',
       'python -m ipykernel_launcher -f /tmp/kernel-5c1.json',
       '38.09 GiB',
-      'llm.ipynb'
+      'llm.ipynb',
+      '—'
     ]);
     expect(
       rows[0].querySelector<HTMLElement>('.jp-air-gpu-notebook-link')!.title
@@ -347,7 +339,15 @@ describe('GpuPanel', () => {
       rows[0].querySelector<HTMLElement>('.jp-air-gpu-process-command')!.title
     ).toBe('python -m ipykernel_launcher -f /tmp/kernel-5c1.json');
     expect(cells(rows[1])[5]).toBe('julia-1.10 kernel');
-    expect(cells(rows[2])).toEqual(['1', '99', '—', '—', '38.09 GiB', '—']);
+    expect(cells(rows[2])).toEqual([
+      '1',
+      '99',
+      '—',
+      '—',
+      '38.09 GiB',
+      '—',
+      '—'
+    ]);
 
     rows[0]
       .querySelector<HTMLButtonElement>('.jp-air-gpu-notebook-link')!
@@ -413,7 +413,7 @@ describe('GpuPanel', () => {
   });
 
   describe('charts', () => {
-    it('draws utilisation, memory and temperature with one trace per GPU', async () => {
+    it('draws utilisation, memory and temperature with one line per GPU', async () => {
       await open();
       expect(renderer.renders).toHaveLength(3);
       const [util, mem, temp] = renderer.renders;
@@ -423,23 +423,32 @@ describe('GpuPanel', () => {
       ).toBe('util');
       expect(mem.el).toBe(panel.chartElement('mem'));
       expect(temp.el).toBe(panel.chartElement('temp'));
-      expect(util.traces.map(t => t.name)).toEqual(['GPU 0', 'GPU 1']);
-      expect(util.traces[0].y).toEqual([87]);
-      expect(util.traces[0].connectgaps).toBe(false);
-      expect(util.layout.yaxis.range).toEqual([0, 100]);
-      expect(mem.traces[0].y[0]).toBeCloseTo(40000 / 1024);
-      expect(temp.traces[1].y).toEqual([61]);
+      expect(util.figure.lines.map(l => l.name)).toEqual(['GPU 0', 'GPU 1']);
+      expect(util.figure.x).toEqual([T0]);
+      expect(util.figure.lines[0].y).toEqual([87]);
+      expect(util.figure.yRange).toEqual([0, 100]);
+      expect(util.figure.unit).toBe('%');
+      expect(util.figure.missing).toBe('n/a');
+      expect(mem.figure.lines[0].y[0]).toBeCloseTo(40000 / 1024);
+      expect(mem.figure.yRange![1]).toBeCloseTo(81559 / 1024);
+      expect(temp.figure.lines[1].y).toEqual([61]);
+      expect(temp.figure.yRange).toBeNull();
+      // one colour per GPU, the one of its card's swatch
+      expect(util.figure.lines.map(l => l.color)).toEqual([
+        gpuColor(0),
+        gpuColor(1)
+      ]);
       // theme colours from the JupyterLab variables
-      expect(util.layout.paper_bgcolor).toBe('#ffffff');
-      expect(util.layout.font.color).toBe('#111111');
-      expect((util.layout.xaxis as any).gridcolor).toBe('#e0e0e0');
+      expect(util.figure.theme.background).toBe('#ffffff');
+      expect(util.figure.theme.font).toBe('#111111');
+      expect(util.figure.theme.grid).toBe('#e0e0e0');
     });
 
     it('redraws with new data on each poll, and not when nothing changed', async () => {
       await open();
       await advance(10_000);
       expect(renderer.renders).toHaveLength(6);
-      expect(renderer.renders[3].traces[0].y).toHaveLength(2);
+      expect(renderer.renders[3].figure.lines[0].y).toHaveLength(2);
       panel.render();
       expect(renderer.renders).toHaveLength(6);
     });
@@ -453,7 +462,7 @@ describe('GpuPanel', () => {
       expect(renderer.renders).toHaveLength(3);
       panel.show();
       expect(renderer.renders).toHaveLength(6);
-      expect(renderer.renders[5].traces[0].y).toHaveLength(2);
+      expect(renderer.renders[5].figure.lines[0].y).toHaveLength(2);
     });
 
     it('redraws in the new colours on a theme change', async () => {
@@ -462,8 +471,8 @@ describe('GpuPanel', () => {
       theme.font = '#eeeeee';
       panel.themeChanged();
       expect(renderer.renders).toHaveLength(6);
-      expect(renderer.renders[5].layout.paper_bgcolor).toBe('#111111');
-      expect(renderer.renders[5].layout.font.color).toBe('#eeeeee');
+      expect(renderer.renders[5].figure.theme.background).toBe('#111111');
+      expect(renderer.renders[5].figure.theme.font).toBe('#eeeeee');
     });
 
     it('draws one chart per animation frame, the newest data first come first served', async () => {
@@ -489,11 +498,11 @@ describe('GpuPanel', () => {
       expect(
         renderer.renders.map(r => r.el.parentElement!.dataset.metric)
       ).toEqual(['util', 'mem', 'temp', 'util']);
-      expect(renderer.renders[1].traces[0].y).toHaveLength(2);
-      expect(renderer.renders[3].traces[0].y).toHaveLength(2);
+      expect(renderer.renders[1].figure.lines[0].y).toHaveLength(2);
+      expect(renderer.renders[3].figure.lines[0].y).toHaveLength(2);
     });
 
-    it('thins long histories to about one point per pixel, keeping peaks', async () => {
+    it('thins long histories to about two points per pixel, keeping peaks', async () => {
       // 1000 samples, 10 s apart, one spike; the chart is 200 px wide
       const history = Array.from({ length: 1000 }, (_, i) =>
         sample(T0 - 10_000 + i * 10, [
@@ -512,11 +521,31 @@ describe('GpuPanel', () => {
       const util = renderer.renders.find(
         r => r.el === panel.chartElement('util')
       )!;
-      const y = util.traces[0].y;
-      expect(y.length).toBeLessThanOrEqual(200);
-      expect(y.length).toBeGreaterThan(100);
+      const { x, lines } = util.figure;
+      const y = lines[0].y;
+      expect(y).toHaveLength(x.length);
+      expect(y.length).toBeLessThanOrEqual(400);
+      expect(y.length).toBeGreaterThan(200);
       expect(Math.max(...(y as number[]))).toBe(100);
       expect(Math.min(...(y as number[]))).toBe(10);
+    });
+
+    it('draws a full 2 h history of 720 points as it is on a wide chart', async () => {
+      const history = Array.from({ length: 720 }, (_, i) =>
+        sample(T0 - 7200 + i * 10)
+      );
+      const width = jest
+        .spyOn(HTMLElement.prototype, 'clientWidth', 'get')
+        .mockReturnValue(400);
+      try {
+        await open({}, undefined, history);
+      } finally {
+        width.mockRestore();
+      }
+      const util = renderer.renders.find(
+        r => r.el === panel.chartElement('util')
+      )!;
+      expect(util.figure.x).toHaveLength(model.samples.length);
     });
 
     it('draws once the chart library has loaded, and times that draw with its update', async () => {
@@ -542,7 +571,7 @@ describe('GpuPanel', () => {
         lazy.loaded();
         await advance(0);
         expect(lazy.renders.length).toBeGreaterThan(0);
-        expect(lazy.renders[0].traces[0].y).toHaveLength(2);
+        expect(lazy.renders[0].figure.lines[0].y).toHaveLength(2);
         expect(updates()).toBe(before + 1);
       } finally {
         perf.measure = measure;

@@ -3,14 +3,14 @@ import {
   bucketFor,
   buildAllSeries,
   buildSeries,
-  decimate,
-  gpuIndices
+  gpuIndices,
+  thinAligned
 } from '../gpu/series';
 import { trans } from './helpers';
 import { T0, reading, sample } from './fixtures';
 
 describe('series', () => {
-  it('makes one series per GPU with Date x values', () => {
+  it('makes one series per GPU sharing x values in unix seconds', () => {
     const samples = [
       sample(T0, [reading(0, { util_pct: 10 }), reading(1, { util_pct: 20 })]),
       sample(T0 + 10, [
@@ -20,11 +20,8 @@ describe('series', () => {
     ];
     const series = buildSeries(samples, 'util', 10);
     expect(series.map(s => s.gpuIndex)).toEqual([0, 1]);
-    expect(series[0].x).toEqual([
-      new Date(T0 * 1000),
-      new Date((T0 + 10) * 1000)
-    ]);
-    expect(series[0].x[0]).toBeInstanceOf(Date);
+    expect(series[0].x).toEqual([T0, T0 + 10]);
+    expect(series[1].x).toBe(series[0].x);
     expect(series[0].y).toEqual([10, 30]);
     expect(series[1].y).toEqual([20, 40]);
   });
@@ -44,7 +41,7 @@ describe('series', () => {
     const samples = times.map(d => sample(T0 + d));
     const [gpu0] = buildSeries(samples, 'util', 10);
     expect(gpu0.y).toEqual([87, 87, 87, null, 87, 87]);
-    expect(gpu0.x[3]).toEqual(new Date((T0 + 60) * 1000));
+    expect(gpu0.x[3]).toBe(T0 + 60);
   });
 
   it('does not break the line for regular samples or a refresh in between', () => {
@@ -87,34 +84,46 @@ describe('series', () => {
   });
 });
 
-describe('decimate', () => {
-  const at = (s: number) => new Date(s * 1000);
-
-  it('keeps the minimum and maximum of each time bucket, in time order', () => {
-    const x = [0, 1, 2, 3, 4, 5, 6, 7].map(at);
-    const y = [5, 9, 1, 5, 5, 2, 5, 8];
-    const out = decimate(x, y, 4000);
-    expect(out.y).toEqual([9, 1, 2, 8]);
-    expect(out.x).toEqual([at(1), at(2), at(5), at(7)]);
+describe('thinAligned', () => {
+  it("keeps the first and last time of each bucket and each series' minimum and maximum in time order", () => {
+    const x = [0, 1, 2, 3, 4, 5, 6, 7];
+    const a = [5, 9, 1, 5, 5, 2, 5, 8];
+    const b = [1, 1, 1, 7, 1, 1, 1, 1];
+    const out = thinAligned(x, [a, b], 4);
+    expect(out.x).toEqual([0, 3, 4, 7]);
+    expect(out.ys[0]).toEqual([9, 1, 2, 8]);
+    expect(out.ys[1]).toEqual([1, 7, 1, 1]);
   });
 
-  it('keeps gaps (once) and does not bridge them', () => {
-    const x = [0, 1, 2, 3, 4, 5].map(at);
-    const y = [1, 2, null, null, 3, 4];
-    const out = decimate(x, y, 10_000);
-    expect(out.y).toEqual([1, 2, null, 3, 4]);
+  it('keeps gap rows and does not bridge them; an unknown value makes a hole', () => {
+    const x = [0, 1, 2, 3, 4, 5, 6, 7];
+    const a = [1, 2, 3, null, 3, 4, 5, 6];
+    const b = [1, 2, 3, null, 3, null, 5, 6];
+    const out = thinAligned(x, [a, b], 100);
+    expect(out.x).toEqual([0, 2, 3, 4, 7]);
+    expect(out.ys[0]).toEqual([1, 3, null, 3, 6]);
+    expect(out.ys[1]).toEqual([1, 3, null, null, null]);
   });
 
   it('aligns buckets to time, so a sliding window keeps the same points', () => {
-    const x = Array.from({ length: 40 }, (_, i) => at(i * 10));
+    const x = Array.from({ length: 40 }, (_, i) => i * 10);
     const y = x.map((_, i) => (i * 7) % 13);
-    const a = decimate(x, y, 40_000);
-    const b = decimate(x.slice(4), y.slice(4), 40_000);
-    expect(b.y).toEqual(a.y.slice(a.y.length - b.y.length));
+    const a = thinAligned(x, [y], 40);
+    const b = thinAligned(x.slice(4), [y.slice(4)], 40);
+    expect(b.ys[0]).toEqual(a.ys[0].slice(a.ys[0].length - b.ys[0].length));
   });
 
-  it('chooses buckets for about one point per pixel, none when short enough', () => {
-    expect(bucketFor(720, 10, 200)).toBe(80_000);
+  it('returns the same arrays without a bucket', () => {
+    const x = [0, 1];
+    const y = [1, 2];
+    const out = thinAligned(x, [y], 0);
+    expect(out.x).toBe(x);
+    expect(out.ys[0]).toBe(y);
+  });
+
+  it('chooses buckets for about two points per pixel, none when short enough', () => {
+    expect(bucketFor(720, 10, 200)).toBe(40);
+    expect(bucketFor(720, 10, 400)).toBe(0);
     expect(bucketFor(150, 10, 200)).toBe(0);
     expect(bucketFor(720, 10, 0)).toBe(0);
   });

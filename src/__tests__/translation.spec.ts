@@ -29,6 +29,8 @@ import {
   FakeRenderer,
   FakeServer,
   T0,
+  health,
+  nodeSummary,
   processInfo,
   reading,
   sample
@@ -145,6 +147,28 @@ describe('every visible string goes through the translator', () => {
     return w.node;
   }
 
+  /** The GPU panel on `server` at T0, with the translator; its answers' strings are data. */
+  async function showGpuPanel(
+    server: FakeServer,
+    options: Pick<GpuPanel.IOptions, 'openPath' | 'linker'>
+  ): Promise<{ model: GpuModel; node: HTMLElement }> {
+    jest.setSystemTime(T0 * 1000);
+    const model = new GpuModel({
+      fetch: recording(data, server.fetch),
+      fetchOverview: recording(data, server.overview)
+    });
+    const node = await show(
+      new GpuPanel({
+        ...options,
+        model,
+        translator,
+        renderer: new FakeRenderer(),
+        scheduleFrame: callback => callback()
+      })
+    );
+    return { model, node };
+  }
+
   beforeEach(() => {
     jest.useFakeTimers({ now: T0_MS });
     data = new Set();
@@ -174,18 +198,67 @@ describe('every visible string goes through the translator', () => {
         reading(1, { lost: true })
       ])
     );
-    jest.setSystemTime(T0 * 1000);
-    const model = new GpuModel({ fetch: recording(data, server.fetch) });
-    const node = await show(
-      new GpuPanel({
-        model,
-        translator,
-        renderer: new FakeRenderer(),
-        openPath: () => undefined,
-        scheduleFrame: callback => callback()
-      })
-    );
+    const { model, node } = await showGpuPanel(server, {
+      openPath: () => undefined
+    });
     expect(node.querySelector('.jp-air-gpu-card')).not.toBeNull();
+    expect(untranslated(node, data)).toEqual([]);
+    model.dispose();
+  });
+
+  it('in the GPU panel across nodes: overview, health, runs', async () => {
+    const server = new FakeServer({}, t =>
+      sample(t, [
+        reading(0, {
+          health: health({
+            throttle_reasons: ['hw_thermal_slowdown'],
+            xid_count: 1,
+            xid_errors: [{ t: T0, xid: 79 }],
+            ecc_uncorrected: 2,
+            flags: ['xid', 'ecc_uncorrected', 'thermal_throttling']
+          }),
+          mig: [{ index: 0, uuid: 'MIG-a', mem_used_mb: 1, mem_total_mb: 2 }],
+          processes: [
+            processInfo({
+              run: {
+                run_id: '4f2c9e8a1b7d4e3f',
+                experiment_id: '7',
+                rank: 1,
+                local_rank: 1,
+                node_rank: 0,
+                job_id: '0123456789ab'
+              }
+            })
+          ]
+        })
+      ])
+    );
+    server.agents = [
+      nodeSummary('gpu-b', { state: 'stale' }),
+      nodeSummary('gpu-c', { state: 'lost', backend: 'none', reason: null })
+    ];
+    server.agents[0].gpus[1].health = health({
+      flags: ['hw_slowdown', 'row_remap_failure']
+    });
+    server.nodeMeta['gpu-b'] = { state: 'stale' };
+    const { model, node } = await showGpuPanel(server, {
+      linker: {
+        mlflowUi: () => '/air/mlflow/',
+        baseUrl: () => '/',
+        commands: { execute: async () => undefined }
+      }
+    });
+    expect(node.querySelector('.jp-air-gpu-ov-node')).not.toBeNull();
+    expect(untranslated(node, data)).toEqual([]);
+    model.setNode('gpu-b');
+    await advance(0);
+    expect(
+      node.querySelector<HTMLElement>('.jp-air-gpu-nodestate')!.hidden
+    ).toBe(false);
+    expect(untranslated(node, data)).toEqual([]);
+    model.setNode(server.node);
+    await advance(0);
+    expect(node.querySelector('.jp-air-gpu-run-link')).not.toBeNull();
     expect(untranslated(node, data)).toEqual([]);
     model.dispose();
   });

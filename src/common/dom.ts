@@ -63,8 +63,26 @@ export function isNewTabClick(event: MouseEvent): boolean {
   );
 }
 
-/** Write text only when it changed (no layout work for unchanged values). */
+/**
+ * Write text only when it changed (no layout work for unchanged values); an element holding one
+ * text node keeps it and has its data changed (no node is replaced, nothing left to collect).
+ */
 export function setText(el: HTMLElement, text: string): void {
+  const only = el.firstChild;
+  if (
+    only !== null &&
+    only === el.lastChild &&
+    only.nodeType === Node.TEXT_NODE
+  ) {
+    if ((only as Text).data !== text) {
+      if (text) {
+        (only as Text).data = text;
+      } else {
+        el.textContent = '';
+      }
+    }
+    return;
+  }
   if (el.textContent !== text) {
     el.textContent = text;
   }

@@ -17,8 +17,16 @@ export function now(): number {
 
 const measureCounts = new Map<string, number>();
 
-/** Record a User Timing measure with an explicit start and duration (where supported). */
-export function record(name: string, start: number, duration: number): void {
+/**
+ * Record a User Timing measure with an explicit start and duration (where supported), and what
+ * it measured (`detail`) when given.
+ */
+export function record(
+  name: string,
+  start: number,
+  duration: number,
+  detail?: string
+): void {
   if (
     typeof performance === 'undefined' ||
     typeof performance.measure !== 'function'
@@ -26,7 +34,10 @@ export function record(name: string, start: number, duration: number): void {
     return;
   }
   try {
-    performance.measure(name, { start, duration });
+    performance.measure(
+      name,
+      detail === undefined ? { start, duration } : { start, duration, detail }
+    );
   } catch {
     return; // User Timing Level 3 not supported: no figures, no harm
   }

@@ -1,6 +1,8 @@
 /**
  * The per-GPU cards of the GPU panel: name, utilisation and memory meters, temperature and
- * power of each GPU in the newest sample, or a "lost" badge for a GPU that stopped answering.
+ * power of each GPU in the newest sample, or a "lost" badge for a GPU that stopped answering;
+ * a "flagged" badge with the reasons in words when its health says the GPU is suspect, its
+ * health details (health.ts) and its MIG instances.
  *
  * Cards are kept by GPU index between updates and only changed text is written.
  */
@@ -21,6 +23,8 @@ import {
   formatTemperature,
   notAvailable
 } from './format';
+import { flagTexts, healthLines, migLines, setLines } from './health';
+import { hasGpuData } from './model';
 import { gpuColor } from './theme';
 import { IGpuDevice, IGpuPayload, IGpuReading, ISample } from './types';
 
@@ -29,6 +33,13 @@ interface ICardView {
   root: HTMLElement;
   name: HTMLElement;
   lost: HTMLElement;
+  flagged: HTMLElement;
+  flags: HTMLElement;
+  health: HTMLDetailsElement;
+  healthList: HTMLElement;
+  /** The labels of the health lines shown (they change only with the kind of health). */
+  healthSignature: string;
+  mig: HTMLElement;
   metrics: HTMLElement;
   util: HTMLElement;
   utilFill: HTMLElement;
@@ -49,7 +60,7 @@ export class GpuCards {
 
   /**
    * One card per GPU of the newest sample, in its order; before the first sample, one empty
-   * card per known device. No card without GPUs (`backend: 'none'`).
+   * card per known device. No card without GPU data (`backend: 'none'`, or not known yet).
    */
   render(payload: IGpuPayload | null, latest: ISample | null): void {
     const devices = new Map<number, IGpuDevice>();
@@ -57,7 +68,7 @@ export class GpuCards {
       devices.set(device.index, device);
     }
     let readings: IGpuReading[] = [];
-    if (payload && payload.backend !== 'none') {
+    if (hasGpuData(payload)) {
       if (latest) {
         readings = latest.gpus;
       } else {
@@ -104,7 +115,12 @@ function createCard(trans: TranslationBundle, index: number): ICardView {
   const lost = h('span', 'jp-air-gpu-lost', trans.__('lost'));
   lost.title = trans.__('This GPU stopped answering');
   lost.hidden = true;
-  head.append(swatch, label, name, lost);
+  const flagged = h('span', 'jp-air-gpu-flagged', trans.__('flagged'));
+  flagged.hidden = true;
+  head.append(swatch, label, name, lost, flagged);
+  const flags = h('ul', 'jp-air-gpu-flags');
+  flags.setAttribute('aria-label', trans.__('Health flags'));
+  flags.hidden = true;
 
   const metrics = h('div', 'jp-air-gpu-card-metrics');
   const row = (
@@ -132,11 +148,24 @@ function createCard(trans: TranslationBundle, index: number): ICardView {
   const [mem, memFill] = row(trans.__('Memory'), 'jp-air-gpu-mem', true);
   const [temp] = row(trans.__('Temperature'), 'jp-air-gpu-temp', false);
   const [power] = row(trans.__('Power'), 'jp-air-gpu-power', false);
-  root.append(head, metrics);
+  const health = h('details', 'jp-air-gpu-health');
+  health.append(h('summary', 'jp-air-gpu-health-title', trans.__('Health')));
+  const healthList = h('dl', 'jp-air-gpu-health-list');
+  health.append(healthList);
+  const mig = h('ul', 'jp-air-gpu-mig');
+  mig.setAttribute('aria-label', trans.__('MIG instances'));
+  mig.hidden = true;
+  root.append(head, flags, metrics, mig, health);
   return {
     root,
     name,
     lost,
+    flagged,
+    flags,
+    health,
+    healthList,
+    healthSignature: '',
+    mig,
     metrics,
     util,
     utilFill,
@@ -161,9 +190,24 @@ function updateCard(
   card.root.classList.toggle('jp-mod-lost', lost);
   setHidden(card.lost, !lost);
   setHidden(card.metrics, lost);
+  setHidden(card.health, lost);
+  const reasons = lost ? [] : flagTexts(trans, reading.health);
+  card.root.classList.toggle('jp-mod-flagged', reasons.length > 0);
+  setHidden(card.flagged, reasons.length === 0);
+  setAttr(card.flagged, 'title', reasons.join('\n'));
+  setLines(card.flags, reasons, 'jp-air-gpu-flag');
   if (lost) {
+    setLines(card.mig, [], 'jp-air-gpu-mig-item');
     return;
   }
+  renderHealth(trans, card, reading);
+  setLines(
+    card.mig,
+    migLines(trans, reading.mig ?? [], device?.mig ?? [], (used, total) =>
+      formatMemory(trans, used, total)
+    ),
+    'jp-air-gpu-mig-item'
+  );
   const memTotal = reading.mem_total_mb ?? device?.mem_total_mb ?? null;
   const powerLimit = reading.power_limit_w ?? device?.power_limit_w ?? null;
   setText(card.util, formatPercent(trans, reading.util_pct));
@@ -177,6 +221,28 @@ function updateCard(
   );
   setText(card.temp, formatTemperature(trans, reading.temp_c));
   setText(card.power, formatPower(trans, reading.power_w, powerLimit));
+}
+
+/** The health details of a card: its lines kept, their text written when it changed. */
+function renderHealth(
+  trans: TranslationBundle,
+  card: ICardView,
+  reading: IGpuReading
+): void {
+  const lines = healthLines(trans, reading.health);
+  const labels = lines.map(([label]) => label).join('\n');
+  if (labels !== card.healthSignature) {
+    card.healthSignature = labels;
+    card.healthList.replaceChildren(
+      ...lines.flatMap(([label]) => [
+        h('dt', 'jp-air-gpu-health-label', label),
+        h('dd', 'jp-air-gpu-health-value')
+      ])
+    );
+  }
+  lines.forEach(([, value], i) => {
+    setText(card.healthList.children[2 * i + 1] as HTMLElement, value);
+  });
 }
 
 /** A reading with every metric unknown (devices known, no sample yet). */

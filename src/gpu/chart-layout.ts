@@ -1,13 +1,15 @@
 /**
- * The plotly layout of the GPU panel's charts, in the theme's colours and sized for a sidebar,
- * and the memory chart's scale.
+ * The fixed layout of the GPU panel's charts: their height in a sidebar, each metric's y range
+ * (utilisation 0–100 %, memory 0 to the largest GPU's memory, temperature fitted) and how its
+ * values read.
  */
-import { IChartLayout } from './chart';
 import { GpuMetric } from './series';
-import { IChartTheme } from './theme';
 import { IGpuDevice, ISample } from './types';
 
-/** The memory chart's y maximum: the largest GPU's memory in GiB (null: let plotly decide). */
+/** Every chart's height in CSS pixels. */
+export const CHART_HEIGHT = 150;
+
+/** The memory chart's y maximum: the largest GPU's memory in GiB (null: fit the data). */
 export function memoryAxisMax(
   devices: readonly IGpuDevice[],
   samples: readonly ISample[]
@@ -24,51 +26,23 @@ export function memoryAxisMax(
   return max > 0 ? max / 1024 : null;
 }
 
-/** A chart layout in the theme's colours. */
-export function chartLayout(
-  theme: IChartTheme,
+/** A metric's y range: fixed where the scale is known, so the axis does not jump. */
+export function yRange(
   metric: GpuMetric,
-  range?: number[]
-): IChartLayout {
-  const axis = {
-    gridcolor: theme.grid,
-    linecolor: theme.line,
-    zeroline: false,
-    tickfont: { color: theme.fontMuted, size: 10 },
-    fixedrange: false
-  };
-  return {
-    height: 150,
-    margin: { l: 36, r: 8, t: 6, b: 24, pad: 2 },
-    paper_bgcolor: theme.background,
-    plot_bgcolor: theme.background,
-    font: { color: theme.font, family: theme.fontFamily, size: 11 },
-    showlegend: false,
-    hovermode: 'x',
-    hoverlabel: {
-      bgcolor: theme.hoverBackground,
-      bordercolor: theme.line,
-      font: { color: theme.font, family: theme.fontFamily, size: 11 }
-    },
-    uirevision: metric,
-    xaxis: {
-      ...axis,
-      type: 'date',
-      nticks: 4,
-      tickangle: 0,
-      // one-line time labels: a sidebar has no room for plotly's two-line date labels
-      tickformatstops: [
-        { dtickrange: [null, 60000], value: '%H:%M:%S' },
-        { dtickrange: [60000, 86400000], value: '%H:%M' },
-        { dtickrange: [86400000, null], value: '%b %d' }
-      ],
-      hoverformat: '%H:%M:%S'
-    },
-    yaxis: {
-      ...axis,
-      fixedrange: true,
-      ...(range ? { range, autorange: false } : { autorange: true }),
-      ticksuffix: metric === 'util' ? '%' : ''
-    }
-  };
+  devices: readonly IGpuDevice[],
+  samples: readonly ISample[]
+): [number, number] | null {
+  if (metric === 'util') {
+    return [0, 100];
+  }
+  if (metric === 'mem') {
+    const max = memoryAxisMax(devices, samples);
+    return max === null ? null : [0, max];
+  }
+  return null;
+}
+
+/** How many decimals a metric's values are shown with. */
+export function digitsOf(metric: GpuMetric): number {
+  return metric === 'mem' ? 1 : 0;
 }

@@ -1,50 +1,76 @@
 /**
  * The seam between the GPU panel and the charting library.
  *
- * The panel describes charts as plain traces and a layout and hands them to an `IChartRenderer`;
- * the real one (plotly-renderer.ts) draws with plotly, tests pass a fake one (plotly cannot draw
- * in jsdom) and can inspect what would have been drawn.
+ * The panel describes each chart as a figure — one shared time axis, one line per GPU, the y
+ * range, the unit and the theme's colours — and hands it to an `IChartRenderer`: the real one
+ * (uplot-renderer.ts) draws on a canvas, tests pass a fake one (jsdom has no canvas) and can
+ * inspect what would have been drawn.
  */
+import { IChartTheme } from './theme';
 
-/** One line of a chart (a subset of a plotly scatter trace). */
-export interface IChartTrace {
-  type: 'scatter';
-  mode: 'lines';
+/** One line of a chart: one GPU. */
+export interface IChartLine {
   name: string;
-  x: Date[];
+  color: string;
+  /** One value per x; `null` is a hole (a gap, an unknown value), never drawn as 0. */
   y: (number | null)[];
-  connectgaps: false;
-  line: { color: string; width: number };
-  hovertemplate?: string;
 }
 
-/** A chart's layout (a subset of plotly's). */
-export interface IChartLayout {
+/** What one chart shows. */
+export interface IChartFigure {
+  /** Unix seconds, ascending, shared by every line. */
+  x: number[];
+  lines: IChartLine[];
+  /** The y axis range; `null`: fit the data. */
+  yRange: [number, number] | null;
+  /** The unit of a value (`%`, `GiB`, `°C`) and how many decimals a value is shown with. */
+  unit: string;
+  digits: number;
+  /** What a hole under the cursor reads ("n/a"). */
+  missing: string;
+  /** Height in CSS pixels. */
   height: number;
-  margin: { l: number; r: number; t: number; b: number; pad?: number };
-  paper_bgcolor: string;
-  plot_bgcolor: string;
-  font: { color: string; family: string; size: number };
-  showlegend: boolean;
-  hovermode: 'x unified' | 'closest' | 'x';
-  hoverlabel?: Record<string, unknown>;
-  uirevision: string;
-  xaxis: Record<string, unknown>;
-  yaxis: Record<string, unknown>;
+  theme: IChartTheme;
 }
 
 /** Draws charts into elements. */
 export interface IChartRenderer {
   /**
-   * Load what drawing needs (plotly is loaded on first use). Optional: a renderer without it
-   * draws at once. The panel draws only after this resolved, so that the first (full history)
-   * draw happens, and is timed, within the panel's update rather than later on its own.
+   * Load what drawing needs. Optional: a renderer without it draws at once. The panel draws only
+   * after this resolved, so that the first (full history) draw happens, and is timed, within the
+   * panel's update rather than later on its own.
    */
   load?(): Promise<void>;
   /** Draw (or update in place) the chart in `el`. `el` is attached and visible. */
-  render(el: HTMLElement, traces: IChartTrace[], layout: IChartLayout): void;
+  render(el: HTMLElement, figure: IChartFigure): void;
   /** Fit the chart to its element's new size. */
   resize(el: HTMLElement): void;
   /** Remove the chart and free its resources. */
   purge(el: HTMLElement): void;
+}
+
+/**
+ * A renderer whose code loads on first use (a separate chunk, not at JupyterLab's start): the
+ * panel calls `load()` before its first draw.
+ */
+export function lazyRenderer(
+  loader: () => Promise<IChartRenderer>
+): IChartRenderer {
+  let renderer: IChartRenderer | null = null;
+  let loading: Promise<void> | null = null;
+  return {
+    load: () => {
+      if (loading === null) {
+        loading = loader()
+          .then(loaded => loaded.load?.().then(() => loaded) ?? loaded)
+          .then(loaded => {
+            renderer = loaded;
+          });
+      }
+      return loading;
+    },
+    render: (el, figure) => renderer?.render(el, figure),
+    resize: el => renderer?.resize(el),
+    purge: el => renderer?.purge(el)
+  };
 }

@@ -1,18 +1,19 @@
 /**
  * The GPU panel's history charts: utilisation, memory and temperature over the history window,
- * one line per GPU, drawn through `IChartRenderer` (plotly in the app, a fake in tests).
+ * one line per GPU, drawn through `IChartRenderer` (a canvas in the app, a fake in tests).
  *
- * Drawing is the expensive part of an update (a few milliseconds per plotly redraw), so it is
- * scheduled here: only when the panel is visible, only charts whose data or theme changed, one
- * chart per animation frame, each piece timed as part of the update in progress. The series are
- * built once per change of samples and thinned to about one point per pixel of the plot.
+ * Drawing is the expensive part of an update, so it is scheduled here: only when the panel is
+ * visible, only charts whose data or theme changed, one chart per animation frame, each piece
+ * timed as part of the update in progress. The series are built once per change of samples and
+ * thinned, when there are more than two points per pixel of the plot, keeping every peak.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h } from '../common/dom';
-import { IChartRenderer, IChartTrace } from './chart';
-import { chartLayout, memoryAxisMax } from './chart-layout';
-import { GpuModel } from './model';
+import { IChartRenderer } from './chart';
+import { CHART_HEIGHT, digitsOf, yRange } from './chart-layout';
+import { notAvailable } from './format';
+import { GpuModel, hasGpuData } from './model';
 import {
   GpuMetric,
   ISeries,
@@ -20,7 +21,7 @@ import {
   METRIC_ORDER,
   bucketFor,
   buildAllSeries,
-  decimate
+  thinAligned
 } from './series';
 import { IChartTheme, gpuColor } from './theme';
 import { UpdateTimer } from './timing';
@@ -70,6 +71,7 @@ export class ChartsView {
 
   /** Fit the drawn charts to their new size, then redraw what is stale. */
   resize(): void {
+    this._width = null;
     if (!this._renderer || !this._canShow()) {
       return;
     }
@@ -145,14 +147,13 @@ export class ChartsView {
     );
   }
 
-  /** Whether the charts can be drawn now (plotly misbehaves in hidden elements). */
+  /** Whether the charts can be drawn now (a hidden element has no size to draw at). */
   private _canDraw(): boolean {
-    const payload = this._model.payload;
     return (
       !!this._renderer &&
       this._canShow() &&
-      !!payload &&
-      payload.backend !== 'none'
+      this._model.view === 'node' &&
+      hasGpuData(this._model.payload)
     );
   }
 
@@ -166,7 +167,7 @@ export class ChartsView {
       const metric = METRIC_ORDER[(this._next + k) % METRIC_ORDER.length];
       if (this._isStale(metric)) {
         this._next = (METRIC_ORDER.indexOf(metric) + 1) % METRIC_ORDER.length;
-        this._timer.timed(() => this._draw(metric));
+        this._timer.timed(() => this._draw(metric), metric);
         break;
       }
     }
@@ -181,41 +182,48 @@ export class ChartsView {
     const samples = this._model.samples;
     const series = this._series();
     const theme = this._theme ?? (this._theme = this._themeReader());
-    const info = METRICS[metric];
-    const unit = info.unit(this._trans);
-    // about one point per pixel: more cannot be seen and only costs drawing time
-    const bucketMs = bucketFor(
+    const lines = series[metric];
+    // at most two points per pixel: more cannot be seen and only costs drawing time
+    const bucketS = bucketFor(
       samples.length,
       this._model.intervalS,
-      plot.clientWidth
+      this._plotWidth()
     );
-    const traces: IChartTrace[] = series[metric].map(s => {
-      const { x, y } = bucketMs ? decimate(s.x, s.y, bucketMs) : s;
-      const name = this._trans.__('GPU %1', s.gpuIndex);
-      return {
-        type: 'scatter',
-        mode: 'lines',
-        name,
-        x,
-        y,
-        connectgaps: false,
-        line: { color: gpuColor(s.gpuIndex), width: 1.5 },
-        hovertemplate: `%{y:.${metric === 'mem' ? 1 : 0}f} ${unit}<extra>${name}</extra>`
-      };
+    const x = lines.length ? lines[0].x : [];
+    const thinned = thinAligned(
+      x,
+      lines.map(line => line.y),
+      bucketS
+    );
+    renderer.render(plot, {
+      x: thinned.x,
+      lines: lines.map((line, i) => ({
+        name: this._trans.__('GPU %1', line.gpuIndex),
+        color: gpuColor(line.gpuIndex),
+        y: thinned.ys[i]
+      })),
+      yRange: yRange(metric, payload.devices, samples),
+      unit: METRICS[metric].unit(this._trans),
+      digits: digitsOf(metric),
+      missing: notAvailable(this._trans),
+      height: CHART_HEIGHT,
+      theme
     });
-    const memMaxGiB =
-      metric === 'mem' ? memoryAxisMax(payload.devices, samples) : null;
-    const range =
-      metric === 'util'
-        ? [0, 100]
-        : memMaxGiB !== null
-          ? [0, memMaxGiB]
-          : undefined;
-    renderer.render(plot, traces, chartLayout(theme, metric, range));
     this._drawn[metric] = {
       samples: this._model.samplesVersion,
       theme: this._themeVersion
     };
+  }
+
+  /**
+   * The plots' width, read once after each resize: reading it on every draw would force the
+   * browser to lay out the panel's other changes in the middle of the frame.
+   */
+  private _plotWidth(): number {
+    if (this._width === null || this._width <= 0) {
+      this._width = this._plots.util.clientWidth;
+    }
+    return this._width;
   }
 
   /** The chart series of the current samples (computed once per change of samples). */
@@ -240,6 +248,7 @@ export class ChartsView {
   private readonly _scheduleFrame: (callback: () => void) => void;
   private readonly _plots = {} as Record<GpuMetric, HTMLElement>;
   private _theme: IChartTheme | null = null;
+  private _width: number | null = null;
   private _themeVersion = 0;
   private _drawn: Partial<
     Record<GpuMetric, { samples: number; theme: number }>

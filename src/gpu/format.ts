@@ -111,3 +111,73 @@ export function formatAge(
   }
   return trans.__('updated %1 h ago', Math.floor(s / 3600));
 }
+
+/** A count, or "n/a" when unknown. */
+export function formatCount(
+  trans: TranslationBundle,
+  value: number | null | undefined
+): string {
+  const v = num(value);
+  return v === null ? notAvailable(trans) : String(Math.round(v));
+}
+
+/** A clock against its maximum: `1410 / 1980 MHz` (or `1410 MHz` when the maximum is unknown). */
+export function formatClock(
+  trans: TranslationBundle,
+  mhz: number | null | undefined,
+  maxMhz: number | null | undefined
+): string {
+  const v = num(mhz);
+  const max = num(maxMhz);
+  if (v === null) {
+    return notAvailable(trans);
+  }
+  return max === null
+    ? trans.__('%1 MHz', v.toFixed(0))
+    : trans.__('%1 / %2 MHz', v.toFixed(0), max.toFixed(0));
+}
+
+function pad2(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+/**
+ * A moment (unix seconds) in the browser's time zone: `14:03:05` today, `2025-11-29 14:03:05`
+ * another day; "n/a" when unknown.
+ */
+export function formatTime(
+  trans: TranslationBundle,
+  seconds: number | null | undefined,
+  nowMs: number = Date.now()
+): string {
+  const v = num(seconds);
+  if (v === null) {
+    return notAvailable(trans);
+  }
+  const d = new Date(v * 1000);
+  const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  if (d.toDateString() === new Date(nowMs).toDateString()) {
+    return time;
+  }
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${time}`;
+}
+
+/** Used / total memory from MiB in whole GiB, for narrow rows: `47/80 GiB`. */
+export function formatMemoryShort(
+  trans: TranslationBundle,
+  usedMb: number | null | undefined,
+  totalMb: number | null | undefined
+): string {
+  const used = num(usedMb);
+  const total = num(totalMb);
+  if (used === null) {
+    return notAvailable(trans);
+  }
+  return total === null
+    ? trans.__('%1 GiB', (used / MIB_PER_GIB).toFixed(0))
+    : trans.__(
+        '%1/%2 GiB',
+        (used / MIB_PER_GIB).toFixed(0),
+        (total / MIB_PER_GIB).toFixed(0)
+      );
+}

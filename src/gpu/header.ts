@@ -1,7 +1,8 @@
 /**
  * The top of the GPU panel and its status lines: title and Refresh button, the meta line (node,
- * "simulated" badge, driver, "updated N s ago") and the banners that say what state the panel is
- * in (loading, paused with Resume, request error, sampling error, no GPU, sampling held on by).
+ * or "All nodes" on the overview, "simulated" badge, driver, "updated N s ago") and the banners
+ * that say what state the panel is in (loading, paused with Resume, request error, a node that
+ * stopped reporting, sampling error, no GPU, sampling held on by).
  *
  * Everything here is derived from the model alone; the panel decides which other sections show.
  */
@@ -9,8 +10,9 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { button, h, setHidden, setText } from '../common/dom';
 import { NONE } from '../common/text';
-import { formatAge, formatDuration } from './format';
+import { formatAge, formatDuration, formatTime } from './format';
 import { GpuModel } from './model';
+import { stateText } from './overview';
 
 /** Header, meta line and status banners. */
 export class PanelHeader {
@@ -72,6 +74,10 @@ export class PanelHeader {
     this._error.setAttribute('role', 'alert');
     this._error.hidden = true;
 
+    this._nodeState = h('div', 'jp-air-gpu-nodestate');
+    this._nodeState.setAttribute('role', 'status');
+    this._nodeState.hidden = true;
+
     this._warning = h('div', 'jp-air-gpu-warning');
     this._warning.hidden = true;
 
@@ -82,6 +88,7 @@ export class PanelHeader {
       this._loading,
       this._paused,
       this._error,
+      this._nodeState,
       this._warning,
       this._nogpu
     ];
@@ -103,11 +110,22 @@ export class PanelHeader {
   render(): void {
     const trans = this._trans;
     const model = this._model;
-    const payload = model.payload;
+    const overview = model.view === 'overview';
+    const payload = overview ? null : model.payload;
     const status = model.status;
 
-    setHidden(this._backend, payload?.backend !== 'simulated');
-    setText(this._node, payload?.node || NONE);
+    setHidden(
+      this._backend,
+      overview
+        ? !model.nodes.some(node => node.backend === 'simulated')
+        : payload?.backend !== 'simulated'
+    );
+    setText(
+      this._node,
+      overview
+        ? trans.__('All nodes')
+        : payload?.node || model.selectedNode || NONE
+    );
     const driver = payload?.driver_version;
     setHidden(this._driver, !driver);
     setText(this._driver, driver ? trans.__('driver %1', driver) : '');
@@ -129,10 +147,25 @@ export class PanelHeader {
       this._error,
       error === null
         ? ''
-        : payload
+        : payload || (overview && model.overview)
           ? trans.__('Could not update: %1', error)
           : trans.__('Could not load GPU telemetry: %1', error)
     );
+
+    // a node whose agent stopped reporting: what is shown is its last word
+    const state = payload?.state ?? 'live';
+    setHidden(this._nodeState, state === 'live');
+    setText(
+      this._nodeState,
+      state === 'live'
+        ? ''
+        : trans.__(
+            'This node is %1: no report since %2. These are its last values.',
+            stateText(trans, state),
+            formatTime(trans, payload?.last_seen ?? payload?.latest?.t)
+          )
+    );
+    this._nodeState.dataset.state = state;
 
     const warning = payload?.error ?? null;
     setHidden(this._warning, !warning);
@@ -141,7 +174,10 @@ export class PanelHeader {
       warning ? trans.__('Sampling error: %1', warning) : ''
     );
 
-    const noGpu = payload?.backend === 'none';
+    const noGpu =
+      !!payload &&
+      payload.backend !== 'nvml' &&
+      payload.backend !== 'simulated';
     setHidden(this._nogpu, !noGpu);
     setText(
       this._nogpu,
@@ -180,6 +216,7 @@ export class PanelHeader {
   private readonly _paused: HTMLElement;
   private readonly _pausedText: HTMLElement;
   private readonly _error: HTMLElement;
+  private readonly _nodeState: HTMLElement;
   private readonly _warning: HTMLElement;
   private readonly _nogpu: HTMLElement;
 }

@@ -1,11 +1,12 @@
 /**
- * The "GPU Resources" side panel: what the GPUs (and the host) of this node are doing now, over
- * the history window, and which notebooks use them.
+ * The "GPU Resources" side panel: what the GPUs (and the host) of a node are doing now, over
+ * the history window, and which notebooks and runs use them; with more than one node, first an
+ * overview of every node, from which a node's own view opens.
  *
- * This module composes the panel's views (header and banners, host metrics, GPU cards, charts,
- * processes table) and ties them to the widget's life cycle: the model polls while the panel is
- * shown, every model change re-renders the views in place, and each update is measured as
- * `jupyter-air:gpu-render` (see timing.ts).
+ * This module composes the panel's views (header and banners, node selector, overview, host
+ * metrics, GPU cards, charts, processes table) and ties them to the widget's life cycle: the
+ * model polls while the panel is shown, every model change re-renders the views in place, and
+ * each update is measured as `jupyter-air:gpu-render` (see timing.ts).
  *
  * Plain DOM, built once with `createElement`/`textContent` (data — node names, process commands,
  * notebook paths — is never parsed as HTML) and updated in place on every poll.
@@ -22,8 +23,11 @@ import { IChartRenderer } from './chart';
 import { ChartsView } from './charts-view';
 import { PanelHeader } from './header';
 import { HostMetrics } from './host-metrics';
-import { GpuModel } from './model';
+import { GpuModel, hasGpuData } from './model';
+import { NodeNav } from './node-nav';
+import { NodesOverview } from './overview';
 import { ProcessesTable } from './processes-table';
+import { IRunLinker } from './run-links';
 import { GpuMetric } from './series';
 import { IChartTheme, readChartTheme } from './theme';
 import { UpdateTimer } from './timing';
@@ -43,6 +47,10 @@ export class GpuPanel extends ShownWidget {
     this.title.caption = trans.__('GPU Resources');
 
     this._header = new PanelHeader(this._model, trans);
+    this._nav = new NodeNav(this._model, trans);
+    this._overview = new NodesOverview(trans, node =>
+      this._model.setNode(node)
+    );
     this._host = new HostMetrics(trans);
     this._cards = new GpuCards(trans);
     this._charts = new ChartsView({
@@ -58,7 +66,11 @@ export class GpuPanel extends ShownWidget {
           window.requestAnimationFrame(() => callback());
         })
     });
-    this._processes = new ProcessesTable(trans, options.openPath ?? null);
+    this._processes = new ProcessesTable(
+      trans,
+      options.openPath ?? null,
+      options.linker ?? null
+    );
     this._clock = new Poller({
       name: 'jupyter-air:gpu-clock',
       poll: () => this._header.renderAge(),
@@ -66,8 +78,10 @@ export class GpuPanel extends ShownWidget {
     });
     this.node.append(
       this._header.header,
+      this._nav.node,
       this._header.meta,
       ...this._header.banners,
+      this._overview.node,
       this._host.node,
       this._cards.node,
       this._charts.node,
@@ -97,23 +111,33 @@ export class GpuPanel extends ShownWidget {
   }
 
   /**
-   * Update the panel from the model: text, cards and processes now, then the charts that are
-   * out of date, one per animation frame (each plotly redraw is a few milliseconds: drawing the
-   * three in one go would block a frame). Measured as `jupyter-air:gpu-render`.
+   * Update the panel from the model: text, overview, cards and processes now, then the charts
+   * that are out of date, one per animation frame (so no frame has to absorb all three redraws).
+   * Measured as `jupyter-air:gpu-render`.
    */
   render(): void {
     this._timer.timed(() => {
-      const payload = this._model.payload;
-      const latest = this._model.latest;
+      const model = this._model;
+      const overview = model.view === 'overview';
       this._header.render();
-      const hasGpus = !!payload && payload.backend !== 'none';
+      this._nav.render();
+      setHidden(this._overview.node, !overview);
+      if (overview && this._overviewDrawn !== model.overviewVersion) {
+        this._overview.render(model.nodes);
+        this._overviewDrawn = model.overviewVersion;
+      }
+      const payload = overview ? null : model.payload;
+      const latest = payload ? model.latest : null;
+      const hasGpus = hasGpuData(payload);
       setHidden(this._cards.node, !hasGpus);
       setHidden(this._charts.node, !hasGpus);
       setHidden(this._processes.node, !hasGpus);
       setHidden(this._host.node, !payload);
-      this._host.render(latest);
-      this._cards.render(payload, latest);
-      this._processes.render(latest);
+      if (payload) {
+        this._host.render(latest);
+        this._cards.render(payload, latest);
+        this._processes.render(latest);
+      }
       this._header.renderAge();
     });
     this._charts.render();
@@ -142,7 +166,7 @@ export class GpuPanel extends ShownWidget {
     this._model.start();
     this._clock.start(CLOCK_MS);
     this._header.renderAge();
-    this._charts.render();
+    this._charts.resize(); // its size may have changed while hidden
   }
 
   protected onHidden(): void {
@@ -158,6 +182,9 @@ export class GpuPanel extends ShownWidget {
   private readonly _ownsModel: boolean;
   private readonly _timer = new UpdateTimer();
   private readonly _header: PanelHeader;
+  private readonly _nav: NodeNav;
+  private readonly _overview: NodesOverview;
+  private _overviewDrawn = -1;
   private readonly _host: HostMetrics;
   private readonly _cards: GpuCards;
   private readonly _charts: ChartsView;
@@ -175,6 +202,8 @@ export namespace GpuPanel {
     translator?: ITranslator | null;
     /** Opens a notebook path (e.g. `docmanager:open`); without it paths are plain text. */
     openPath?: (path: string) => void;
+    /** Builds the links to runs and job runs; without it they are plain text. */
+    linker?: IRunLinker;
     /** Reads the chart colours (default: JupyterLab's CSS variables). */
     readTheme?: () => IChartTheme;
     /** Runs a callback before the next frame (default: `requestAnimationFrame`). */

@@ -1,6 +1,8 @@
 /**
- * The GPU panel's processes table: who uses the GPUs now (GPU, PID, user, command, GPU memory)
- * and, for a Jupyter kernel, its notebook as a link that opens it.
+ * The GPU panel's processes table: who uses the GPUs now (GPU, PID, user, command, GPU memory),
+ * for a Jupyter kernel (or a process it started) its notebook as a link that opens it, and for a
+ * process of a jupyter-air run (a `.distributed()` rank, a workload node's processes) that
+ * MLflow run and rank, linked to the run's page and, for a workload, to its job run's page.
  *
  * Rows are kept by GPU and PID and rebuilt only when that process's data changed.
  */
@@ -9,7 +11,8 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { button, h, placeInOrder, setHidden } from '../common/dom';
 import { NONE } from '../common/text';
 import { formatGiB } from './format';
-import { IGpuProcess, ISample } from './types';
+import { IRunLinker, jobLink, runLink } from './run-links';
+import { IGpuProcess, IRunOwner, ISample } from './types';
 
 /** The DOM of one process row, kept between updates. */
 interface IProcessRowView {
@@ -27,13 +30,16 @@ interface IProcessEntry {
 export class ProcessesTable {
   /**
    * @param openPath opens a notebook path; without it paths are plain text.
+   * @param linker builds the run and job links; without it runs are plain text.
    */
   constructor(
     trans: TranslationBundle,
-    openPath: ((path: string) => void) | null
+    openPath: ((path: string) => void) | null,
+    linker: IRunLinker | null = null
   ) {
     this._trans = trans;
     this._openPath = openPath;
+    this._linker = linker;
     this.node = h('div', 'jp-air-gpu-processes');
     const title = h('h3', 'jp-air-gpu-section-title', trans.__('Processes'));
     const table = h('table', 'jp-air-gpu-process-table');
@@ -45,7 +51,8 @@ export class ProcessesTable {
       trans.__('User'),
       trans.__('Process'),
       trans.__('GPU memory'),
-      trans.__('Notebook')
+      trans.__('Notebook'),
+      trans.__('Run')
     ]) {
       const th = h('th', undefined, label);
       th.scope = 'col';
@@ -86,10 +93,12 @@ export class ProcessesTable {
 
     const keep = new Set<string>();
     const roots: HTMLElement[] = [];
+    const ui = this._linker?.mlflowUi() ?? null;
     for (const entry of entries) {
       const key = `${entry.gpu}:${entry.process.pid}`;
       keep.add(key);
-      const signature = JSON.stringify([entry.gpu, entry.process]);
+      // the MLflow UI's address can arrive later: links are rebuilt when it does
+      const signature = JSON.stringify([entry.gpu, entry.process, ui]);
       let row = this._rows.get(key);
       if (!row) {
         row = { root: h('tr', 'jp-air-gpu-process'), signature: '' };
@@ -165,10 +174,58 @@ export class ProcessesTable {
       notebook.textContent = NONE;
     }
     row.append(notebook);
+    row.append(this._runCell(process.run ?? null));
+  }
+
+  /** The run a process works for: run (linked), rank or node, and the job run (linked). */
+  private _runCell(run: IRunOwner | null): HTMLTableCellElement {
+    const trans = this._trans;
+    const cell = h('td', 'jp-air-gpu-process-run');
+    if (!run || !run.run_id) {
+      cell.textContent = NONE;
+      return cell;
+    }
+    const short = run.run_id.slice(0, 8);
+    const title = trans.__('MLflow run %1', run.run_id);
+    const linker = this._linker;
+    const link = linker
+      ? runLink(linker, run, trans.__('run %1', short), title)
+      : null;
+    if (link) {
+      cell.append(link);
+    } else {
+      const text = h('span', 'jp-air-gpu-run-id', trans.__('run %1', short));
+      text.title = title;
+      cell.append(text);
+    }
+    const where: string[] = [];
+    if (run.rank !== null && run.rank !== undefined) {
+      where.push(trans.__('rank %1', run.rank));
+    }
+    if (run.node_rank !== null && run.node_rank !== undefined) {
+      where.push(trans.__('node %1', run.node_rank));
+    }
+    if (where.length) {
+      cell.append(h('span', 'jp-air-gpu-run-rank', where.join(', ')));
+    }
+    if (run.job_id) {
+      const jobTitle = trans.__('Job run %1 (Workloads)', run.job_id);
+      const text = trans.__('job %1', run.job_id);
+      const job = linker ? jobLink(linker, run.job_id, text, jobTitle) : null;
+      if (job) {
+        cell.append(job);
+      } else {
+        const plain = h('span', 'jp-air-gpu-job-id', text);
+        plain.title = jobTitle;
+        cell.append(plain);
+      }
+    }
+    return cell;
   }
 
   private readonly _trans: TranslationBundle;
   private readonly _openPath: ((path: string) => void) | null;
+  private readonly _linker: IRunLinker | null;
   private readonly _body: HTMLTableSectionElement;
   private readonly _empty: HTMLElement;
   private _rows = new Map<string, IProcessRowView>();

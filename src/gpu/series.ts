@@ -1,7 +1,8 @@
 /**
- * Samples → chart series: pure functions, no DOM, no plotly.
+ * Samples → chart series: pure functions, no DOM, no chart library.
  *
- * One series per GPU and metric, x = the sample time as a Date. Where two consecutive samples are
+ * One series per GPU and metric, all sharing one x array (the sample times, unix seconds), as a
+ * time-series chart draws them. Where two consecutive samples are
  * more than twice the poll interval apart (sampling was paused, the server was down), a `null`
  * point is inserted so the chart shows a gap instead of a line interpolated across the pause.
  * Missing metrics (`null`), lost GPUs and GPUs absent from a sample are `null` too: holes, not 0.
@@ -58,7 +59,8 @@ export const METRIC_ORDER: GpuMetric[] = ['util', 'mem', 'temp'];
 /** One GPU's series for one metric. */
 export interface ISeries {
   gpuIndex: number;
-  x: Date[];
+  /** Unix seconds, ascending; the same array for every series of a chart. */
+  x: number[];
   y: (number | null)[];
 }
 
@@ -74,27 +76,27 @@ export function gpuIndices(samples: readonly ISample[]): number[] {
 }
 
 /**
- * The x values shared by all series of these samples: one Date per sample, plus a Date at the
+ * The x values shared by all series of these samples: one time per sample, plus one at the
  * middle of each gap (> 2 × interval) where every series gets `null`. Returns the x values and,
  * for each of them, the sample index it comes from (-1 for a gap point).
  */
 export function timeAxis(
   samples: readonly ISample[],
   intervalS: number
-): { x: Date[]; source: number[] } {
+): { x: number[]; source: number[] } {
   const maxStep = 2 * (intervalS > 0 ? intervalS : 10);
-  const x: Date[] = [];
+  const x: number[] = [];
   const source: number[] = [];
   for (let i = 0; i < samples.length; i++) {
     const t = samples[i].t;
     if (i > 0) {
       const previous = samples[i - 1].t;
       if (t - previous > maxStep) {
-        x.push(new Date(((previous + t) / 2) * 1000));
+        x.push((previous + t) / 2);
         source.push(-1);
       }
     }
-    x.push(new Date(t * 1000));
+    x.push(t);
     source.push(i);
   }
   return { x, source };
@@ -102,7 +104,7 @@ export function timeAxis(
 
 /**
  * The series of every metric, one per GPU, in one pass over the samples.
- * All series share one x array (plotly does not modify it).
+ * All series share one x array (the chart renderer does not modify it).
  */
 export function buildAllSeries(
   samples: readonly ISample[],
@@ -152,75 +154,92 @@ export function buildSeries(
 }
 
 /**
- * Thin a series to about `maxPoints` points without losing peaks: the samples are grouped into
- * time buckets of `bucketMs` (aligned to the epoch, so buckets do not shift as the window
- * slides and the line does not shimmer between updates) and each bucket keeps its minimum and
- * maximum, in time order. A `null` (gap or unknown value) ends a bucket and is kept once.
- * Series short enough are returned as they are.
+ * Thin aligned series (one x array shared by several y arrays) to at most two points per time
+ * bucket of `bucketS` seconds, without losing peaks: the buckets are aligned to the epoch (so
+ * they do not shift as the window slides and the line does not shimmer between updates); each
+ * keeps the times of its first and last sample and, for every series, its minimum and maximum
+ * in time order. A row where every series is `null` (a gap) ends a bucket and is kept; a series
+ * with an unknown value within a bucket gets a hole there rather than a made-up value.
+ * With `bucketS` 0 the same arrays are returned (not copies).
  */
-export function decimate(
-  x: readonly Date[],
-  y: readonly (number | null)[],
-  bucketMs: number
-): { x: Date[]; y: (number | null)[] } {
-  const n = Math.min(x.length, y.length);
-  const outX: Date[] = [];
-  const outY: (number | null)[] = [];
-  if (!(bucketMs > 0)) {
-    return { x: x.slice(0, n), y: y.slice(0, n) };
+export function thinAligned(
+  x: readonly number[],
+  ys: readonly (readonly (number | null)[])[],
+  bucketS: number
+): { x: number[]; ys: (number | null)[][] } {
+  if (!(bucketS > 0)) {
+    // as they are: the chart renderer only reads them
+    return {
+      x: x as number[],
+      ys: ys as (number | null)[][]
+    };
   }
+  const n = x.length;
+  const outX: number[] = [];
+  const outYs: (number | null)[][] = ys.map(() => []);
+  const gapAt = (i: number) => ys.every(y => y[i] === null);
   let i = 0;
   while (i < n) {
-    const value = y[i];
-    if (value === null) {
-      if (outY.length === 0 || outY[outY.length - 1] !== null) {
-        outX.push(x[i]);
-        outY.push(null);
-      }
+    if (gapAt(i)) {
+      outX.push(x[i]);
+      outYs.forEach(out => out.push(null));
       i++;
       continue;
     }
-    const bucket = Math.floor(x[i].getTime() / bucketMs);
-    let minI = i;
-    let maxI = i;
+    const bucket = Math.floor(x[i] / bucketS);
     let end = i + 1;
-    while (
-      end < n &&
-      y[end] !== null &&
-      Math.floor(x[end].getTime() / bucketMs) === bucket
-    ) {
-      if ((y[end] as number) < (y[minI] as number)) {
-        minI = end;
-      }
-      if ((y[end] as number) > (y[maxI] as number)) {
-        maxI = end;
-      }
+    while (end < n && !gapAt(end) && Math.floor(x[end] / bucketS) === bucket) {
       end++;
     }
-    const first = Math.min(minI, maxI);
-    const second = Math.max(minI, maxI);
-    outX.push(x[first]);
-    outY.push(y[first]);
-    if (second !== first) {
-      outX.push(x[second]);
-      outY.push(y[second]);
+    if (end - i <= 2) {
+      for (let k = i; k < end; k++) {
+        outX.push(x[k]);
+        ys.forEach((y, s) => outYs[s].push(y[k]));
+      }
+    } else {
+      outX.push(x[i], x[end - 1]);
+      ys.forEach((y, s) => {
+        let minI = -1;
+        let maxI = -1;
+        let hole = false;
+        for (let k = i; k < end; k++) {
+          const v = y[k];
+          if (v === null) {
+            hole = true;
+            break;
+          }
+          if (minI < 0 || v < (y[minI] as number)) {
+            minI = k;
+          }
+          if (maxI < 0 || v > (y[maxI] as number)) {
+            maxI = k;
+          }
+        }
+        if (hole) {
+          outYs[s].push(null, null);
+        } else {
+          const [first, second] = minI <= maxI ? [minI, maxI] : [maxI, minI];
+          outYs[s].push(y[first], y[second]);
+        }
+      });
     }
     i = end;
   }
-  return { x: outX, y: outY };
+  return { x: outX, ys: outYs };
 }
 
 /**
- * The bucket length that thins `samples` samples `intervalS` apart to about one point per pixel
- * of a plot `widthPx` wide (a minimum and a maximum per two pixels); 0 when no thinning is needed.
+ * The bucket length (seconds) that thins `samples` samples `intervalS` apart to about two points
+ * per pixel of a plot `widthPx` wide; 0 when there are no more points than two per pixel (a
+ * canvas draws that many cheaply, and thinning them would only lose detail).
  */
 export function bucketFor(
   samples: number,
   intervalS: number,
   widthPx: number
 ): number {
-  if (!(widthPx > 0) || !(intervalS > 0) || samples <= widthPx) {
+  if (!(widthPx > 0) || !(intervalS > 0) || samples <= 2 * widthPx) {
     return 0;
   }
-  return Math.ceil(samples / (widthPx / 2)) * intervalS * 1000;
+  return Math.ceil(samples / widthPx) * intervalS;
 }

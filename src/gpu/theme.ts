@@ -1,6 +1,6 @@
 /**
  * The GPU panel's colours: one fixed colour per GPU (its card swatch and its lines in every
- * chart) and the chart colours read from JupyterLab's theme variables, so the plotly charts
+ * chart) and the chart colours read from JupyterLab's theme variables, so the charts
  * follow light and dark themes.
  */
 

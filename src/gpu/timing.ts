@@ -14,14 +14,15 @@ import { now, record } from '../common/timing';
 export const RENDER_MEASURE = 'jupyter-air:gpu-render';
 /**
  * The User Timing measure of each uninterrupted piece of that work (the text update; a chart
- * drawn in an animation frame): what a single frame has to absorb.
+ * drawn in an animation frame): what a single frame has to absorb. Its `detail` says which
+ * piece: `text`, or the chart's metric.
  */
 export const RENDER_FRAME_MEASURE = 'jupyter-air:gpu-render-frame';
 
 /** Adds up the pieces of one update's rendering work and records the total. */
 export class UpdateTimer {
-  /** Run a piece of rendering work, adding its time to the update in progress. */
-  timed(work: () => void): void {
+  /** Run a piece of rendering work (`piece` names it), adding its time to the update. */
+  timed(work: () => void, piece = 'text'): void {
     const start = now();
     if (this._update === null) {
       this._update = { start, duration: 0 };
@@ -31,7 +32,7 @@ export class UpdateTimer {
     } finally {
       const duration = now() - start;
       this._update.duration += duration;
-      record(RENDER_FRAME_MEASURE, start, duration);
+      record(RENDER_FRAME_MEASURE, start, duration, piece);
     }
   }
 

@@ -52,11 +52,18 @@ test.describe('GPU Resources panel', () => {
     await expect(panel.locator('.jp-air-gpu-host-cpu')).toContainText(/%/);
     await expect(panel.locator('.jp-air-gpu-node')).not.toBeEmpty();
 
-    // three plotly charts (utilisation, memory, temperature), drawn with one line per GPU
+    // three charts (utilisation, memory, temperature) on a canvas, drawn with one line per GPU
     const charts = panel.locator('.jp-air-gpu-chart');
     await expect(charts).toHaveCount(3);
-    await expect(charts.locator('.main-svg').first()).toBeVisible();
-    await expect(charts.first().locator('.scatterlayer .trace')).toHaveCount(2);
+    const plots = charts.locator('.jp-air-gpu-chart-plot');
+    for (const metric of ['util', 'mem', 'temp']) {
+      const plot = panel.locator(
+        `.jp-air-gpu-chart[data-metric="${metric}"] .jp-air-gpu-chart-plot`
+      );
+      await expect(plot.locator('canvas').first()).toBeVisible();
+      await expect(plot).toHaveAttribute('data-lines', '2');
+    }
+    await expect(plots).toHaveCount(3);
 
     // values keep coming while the panel is open (2 s interval in this config)
     const before = await cards.first().locator('.jp-air-gpu-util').innerText();
