@@ -258,7 +258,9 @@ async def test_mlflow_pages_get_the_xsrf_script_and_cookie_artifacts_do_not(
     assert again.headers["Cache-Control"] == "no-store"
 
     # a page cached before (MLflow's own file, its validators) is served again, not a 304
-    original = await AsyncHTTPClient().fetch(mlflow_server.url + "/")
+    original = await AsyncHTTPClient().fetch(
+        mlflow_server.url + "/", headers={"Authorization": f"Bearer {mlflow_server.token}"}
+    )
     assert "<script data-jupyter-air" not in original.body.decode()
     assert again.headers.get("Etag") != original.headers["Etag"]
     cached = await jp_fetch(

@@ -272,6 +272,15 @@ class MlflowProxyHandler(ProxyHandler):
 
     def proxy_request_headers(self) -> Any:
         headers = super().proxy_request_headers()
+        # Jupyter's credentials stay with Jupyter: MLflow gets its own token (the override),
+        # never the browser's Jupyter token, login cookie or XSRF cookie
+        if not _service(self).token:
+            headers.pop("Authorization", None)
+        if "Cookie" in headers:
+            kept = _without_cookies(headers["Cookie"], {self.cookie_name, "_xsrf"})
+            del headers["Cookie"]
+            if kept:
+                headers["Cookie"] = kept
         if "text/html" in self.request.headers.get("Accept", ""):
             # a page cached before it carried the XSRF script must not come back as a 304 (every
             # write from it would be refused); the pages served now are never cached
@@ -328,6 +337,12 @@ class MlflowProxyHandler(ProxyHandler):
 
     async def options(self, proxied_path: str = "") -> None:
         await self._forward(proxied_path)
+
+
+def _without_cookies(header: str, names: set[str]) -> str:
+    """A ``Cookie`` header without the cookies named ``names``."""
+    parts = [part.strip() for part in header.split(";")]
+    return "; ".join(p for p in parts if p and p.split("=", 1)[0].strip() not in names)
 
 
 class MlflowAddSlashHandler(ExtensionHandlerMixin, APIHandler):
