@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..workloads.logfile import LogWriter
@@ -34,6 +34,9 @@ class NodeLaunch:
     cwd: str
     writer: LogWriter
     gpus: tuple[int, ...] = ()  # the local backend: GPUs assigned at submission
+    # files the command needs on its node, put in a folder of the node's own whose path
+    # replaces "{folder}" in ``argv`` (values: bytes, or a Ray object reference to them)
+    files: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -258,6 +258,7 @@ class RayGroup:
                     master_addr=master_addr,
                     master_port=master_port,
                     gpus=place["gpus"],
+                    files=dict(node.files),
                 )
             )
         started = ray.get(starts, timeout=120)
