@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .launch.decorator import distributed
+    from .launch.remote import job
 
 try:
     from ._version import __version__
@@ -24,7 +25,7 @@ except ImportError:  # pragma: no cover - only in a source tree that was never b
     __version__ = "dev"
 
 
-__all__ = ["__version__", "distributed"]
+__all__ = ["__version__", "distributed", "job"]
 
 
 def __getattr__(name: str) -> Any:
@@ -33,6 +34,10 @@ def __getattr__(name: str) -> Any:
         from .launch.decorator import distributed
 
         return distributed
+    if name == "job":
+        from .launch.remote import job
+
+        return job
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -226,3 +226,40 @@ def test_the_cluster_decides_the_gpus_per_node(ray_cluster, monkeypatch):
             plan_cluster(1, 5, backend)
     finally:
         backend.close()
+
+
+REMOTE = """
+import os
+from jupyter_air import distributed, job
+
+@distributed(gpus=1, nodes=2, remote=True)
+def where():
+    import os, socket
+    import torch, torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    total = torch.tensor([1.0])
+    dist.all_reduce(total)
+    print("rank", os.environ["RANK"], "of", total.item(), flush=True)
+    return int(os.environ["RANK"]), os.environ["NODE_RANK"], os.environ["JUPYTER_AIR_NODE_IP"]
+
+results = where.distributed()
+print("results", [r[:2] for r in results])
+"""
+
+
+def test_a_remote_call_runs_on_two_ray_nodes_and_brings_its_results_home(cluster_env, tmp_path):
+    """The job run's nodes are Ray nodes; their folders (results included) come back."""
+    from jupyter_air.workloads.store import JobStore
+
+    script = tmp_path / "remote.py"
+    script.write_text(REMOTE)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=400
+    )
+    output = ANSI.sub("", done.stdout + done.stderr)
+    assert done.returncode == 0, output[-4000:]
+    assert "results [(0, '0'), (1, '1')]" in output
+    assert "[node 1] [rank 1] rank 1 of 2.0" in output  # node 1's log, followed in the "cell"
+    (job,) = JobStore.for_data_dir(tmp_path / "data").list_jobs()
+    assert job.backend == "ray" and job.status == "SUCCEEDED"

@@ -59,12 +59,19 @@ class LaunchOptions:
     experiment: str | None = None
     mlflow: bool = True
     grace_period: float = 5.0
+    remote: bool = False  # a job run (launch/remote.py) instead of processes of the kernel
+    max_retries: int = 0  # remote: attempts after the first
 
 
 def run_distributed(
     fn: Callable[..., Any], options: LaunchOptions, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> list[Any]:
     __tracebackhide__ = True
+    if options.remote:
+        from .remote import run_remote
+
+        payload = build_payload(fn, args, kwargs)  # before anything is created
+        return run_remote(function_name(fn), options, payload.dumps(), options.max_retries)
     require_torch()
     if options.nodes > 1:
         from .cluster import ClusterLaunch, cluster_backend, plan_cluster

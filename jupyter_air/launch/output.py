@@ -153,11 +153,12 @@ class RankOutput:
         stdout: Callable[[], TextIO] | None = None,
         stderr: Callable[[], TextIO] | None = None,
         node_of: Callable[[int], int | None] | None = None,
+        first_rank: int = 0,
     ) -> None:
         self.run_dir = run_dir
         self.out = CellStream(stdout or (lambda: sys.stdout), node_of)
         self.err = CellStream(stderr or (lambda: sys.stderr), node_of)
-        ranks = range(nproc) if mode == "all" else range(min(1, nproc))
+        ranks = range(first_rank, first_rank + (nproc if mode == "all" else min(1, nproc)))
         self.files = [
             RankFile(path, rank, cell)
             for rank in ranks
