@@ -12,6 +12,7 @@ from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .launch.decorator import distributed
+    from .launch.remote import job
 
 try:
     from ._version import __version__
@@ -26,11 +27,11 @@ except ImportError:  # pragma: no cover - only in a source tree that was never b
     __version__ = "dev"
 
 
-__all__ = ["__version__", "distributed"]
+__all__ = ["__version__", "distributed", "job"]
 
 
-# ``from jupyter_air import distributed``: loaded on first use (no torch, no mlflow)
-__getattr__ = lazy_exports(__name__, {"distributed": "launch.decorator"})
+# ``from jupyter_air import distributed, job``: loaded on first use (no torch, no mlflow)
+__getattr__ = lazy_exports(__name__, {"distributed": "launch.decorator", "job": "launch.remote"})
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -8,7 +8,8 @@ raylet and its processes, as a machine lost), ``add`` (one more node), ``nodes``
 Every process it starts keeps its session: the fixture stops them all by session id.
 
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` keeps every Ray process on 127.0.0.1; the health-check
-settings make Ray notice a lost node within about two seconds instead of thirty.
+settings make Ray notice a lost node within about two seconds instead of thirty; the start
+timeouts are lengthened for a loaded machine.
 """
 
 from __future__ import annotations
@@ -24,13 +25,38 @@ LOOPBACK_ENV = {
     "RAY_health_check_period_ms": "500",
     "RAY_health_check_failure_threshold": "4",
     "RAY_health_check_initial_delay_ms": "0",
+    # a raylet waits this long for its node's agents (Python processes) to start and say their
+    # ports, else it stops: seconds by default, which a loaded 2-core machine misses
+    "RAY_agent_register_timeout_ms": "180000",
+    "RAY_raylet_start_wait_time_s": "180",
 }
 NODE = {"num_cpus": 2, "num_gpus": 2}
 
 
+def patient_registration(wait_s: float = 180.0) -> None:
+    """Ray gives a starting raylet 30 s to register with the GCS (a constant in ray/_private/
+    node.py), which a loaded 2-core machine can miss: its check waits up to ``wait_s``."""
+    import time
+
+    import ray._private.services as services
+
+    original = services.get_node
+
+    def get_node(*args: object, **kwargs: object) -> object:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return original(*args, **kwargs)
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    services.get_node = get_node
+
+
 def start(cluster_class: type, count: int, tries: int = 3) -> tuple:
-    """Start the cluster; Ray gives a raylet 30 s to register, which a loaded machine can miss:
-    a start that timed out is stopped and tried again."""
+    """Start the cluster; a start that failed anyway is stopped and tried again."""
     for attempt in range(1, tries + 1):
         cluster = None
         try:
@@ -56,6 +82,7 @@ def main() -> int:
     os.environ.update(LOOPBACK_ENV)
     from ray.cluster_utils import Cluster
 
+    patient_registration()
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     cluster, workers = start(Cluster, count)
 

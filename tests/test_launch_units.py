@@ -74,9 +74,15 @@ def test_the_cpu_note_is_said_once_per_kernel(capsys, monkeypatch):
     assert capsys.readouterr().out == "note a\nnote b\n"
 
 
-def test_several_nodes_are_refused_honestly():
-    with pytest.raises(DeviceError, match="cluster backend, which this version"):
-        distributed(nodes=2)
+def test_several_nodes_without_a_cluster_say_how_to_connect_one(monkeypatch):
+    for name in ("RAY_ADDRESS", "JUPYTER_AIR_CLUSTER"):
+        monkeypatch.delenv(name, raising=False)
+    two = distributed(nodes=2)(lambda: 0)  # decorating is fine: the cluster may come later
+    with pytest.raises(DeviceError) as info:
+        two.distributed()
+    message = str(info.value)
+    assert message.startswith("nodes=2 runs on several machines: connect a Ray cluster")
+    assert "RAY_ADDRESS" in message and "docs/clusters.md" in message
     with pytest.raises(ValueError, match="gpus must be"):
         distributed(gpus=0)
 

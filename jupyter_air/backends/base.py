@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..workloads.logfile import LogWriter
@@ -34,6 +34,13 @@ class NodeLaunch:
     cwd: str
     writer: LogWriter
     gpus: tuple[int, ...] = ()  # the local backend: GPUs assigned at submission
+    # files the command needs on its node, put in a folder of the node's own whose path
+    # replaces "{folder}" in ``argv`` (values: bytes, or a Ray object reference to them)
+    files: Mapping[str, Any] = field(default_factory=dict)
+    # the node's folder on the Jupyter host, kept with the job: on this machine it is the
+    # "{folder}" itself; a node elsewhere works in its own and the backend brings it back here
+    # when the command ends (``sync_logs(final=True)``)
+    folder: str | None = None
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,11 @@ import socket
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..pids import process_start_time, signal_group, stop_groups
-from .base import GroupLaunch, Metrics, NodeInfo, NodeState, node_environment
+from .base import GroupLaunch, Metrics, NodeInfo, NodeLaunch, NodeState, node_environment
 
 if TYPE_CHECKING:
     from ..workloads.capture import StreamCapture
@@ -145,7 +146,8 @@ class LocalBackend:
                     cuda_visible_devices=visible,
                     uses_gpus=launch.uses_gpus,
                 )
-                handle = start_node(spec.node, spec.argv, env=env, cwd=spec.cwd, writer=spec.writer)
+                argv = _in_folder(spec)
+                handle = start_node(spec.node, argv, env=env, cwd=spec.cwd, writer=spec.writer)
                 group.processes.append(handle)
                 group.nodes.append(
                     NodeInfo(
@@ -163,6 +165,21 @@ class LocalBackend:
 
     def close(self) -> None:
         return None
+
+
+def _in_folder(spec: NodeLaunch) -> list[str]:
+    """The node's files put in its folder (here, the job's own), ``{folder}`` in argv replaced."""
+    if spec.folder is None:
+        if spec.files:
+            raise ValueError(f"node {spec.node}: files to give the command but no folder for them")
+        return list(spec.argv)
+    folder = Path(spec.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in spec.files.items():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return [arg.replace("{folder}", str(folder)) for arg in spec.argv]
 
 
 class LocalGroup:

@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import GroupLaunch, Metrics, NodeInfo, NodeState, PlacementError
@@ -258,6 +259,7 @@ class RayGroup:
                     master_addr=master_addr,
                     master_port=master_port,
                     gpus=place["gpus"],
+                    files=dict(node.files),
                 )
             )
         started = ray.get(starts, timeout=120)
@@ -364,6 +366,31 @@ class RayGroup:
             self._ask(final=True)
             if self.offsets == before:
                 break
+        for index in live:
+            folder = self.launch.nodes[index].folder
+            if folder is not None:
+                self._bring_back(index, Path(folder))
+
+    def _bring_back(self, index: int, folder: Path) -> None:
+        """Node ``index``'s folder, as its command left it, into ``folder`` on this machine (a
+        file the node cannot give is left out; the results read from it say what is missing)."""
+        import ray
+
+        seen: dict[str, int] = {}
+        for _ in range(10_000):  # READ_LIMIT bytes a round; bounded
+            try:
+                changed = ray.get(self.actors[index].read_files.remote(seen), timeout=60)
+            except Exception as error:
+                log.warning("node %d: its folder could not be brought back: %s", index, error)
+                return
+            if not changed:
+                return
+            for name, (data, _size) in changed.items():
+                target = folder / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "ab" if seen.get(name) else "wb") as file:
+                    file.write(data)
+                seen[name] = seen.get(name, 0) + len(data)
 
     # metrics -----------------------------------------------------------------------------------
     def start_metrics(self, metrics: Metrics) -> Metrics:

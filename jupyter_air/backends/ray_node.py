@@ -19,7 +19,6 @@ import contextlib
 import os
 import shutil
 import socket
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +27,8 @@ from typing import Any
 from .base import node_environment
 
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
+GROUP_ENV = "JUPYTER_AIR_GROUP"  # on every command a runner starts: what is left is found by it
+NODE_IP_ENV = "JUPYTER_AIR_NODE_IP"
 
 
 class NodeRunner:
@@ -39,6 +40,9 @@ class NodeRunner:
         self.node = node
         self.uses_gpus = uses_gpus
         self.folder = Path(tempfile.mkdtemp(prefix=f"jupyter-air-{job_id}-a{attempt}-n{node}-"))
+        self.files = self.folder / "files"  # what the command needs here, and leaves
+        self.files.mkdir()
+        self.group = f"{job_id}/{attempt}"
         self.writer = LogWriter(self.folder / f"node_{node}.log")
         self.handle: Any = None
         self.monitor: Any = None
@@ -72,9 +76,20 @@ class NodeRunner:
         master_addr: str,
         master_port: int,
         gpus: str,
+        files: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        import ray
+
+        from ..pids import process_start_time
+        from . import keeper
         from .local import start_node
 
+        for name, value in (files or {}).items():
+            data = ray.get(value) if isinstance(value, ray.ObjectRef) else value
+            target = self.files / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        argv = [arg.replace("{folder}", str(self.files)) for arg in argv]
         if not os.path.isdir(cwd):
             raise FileNotFoundError(
                 f"the working folder {cwd} does not exist on this node ({socket.gethostname()}): "
@@ -91,8 +106,12 @@ class NodeRunner:
             cuda_visible_devices=gpus,
             uses_gpus=self.uses_gpus,
         )
-        keeper = [sys.executable, "-m", "jupyter_air.backends.keeper", str(os.getpid()), "--"]
-        self.handle = start_node(self.node, [*keeper, *argv], env=env, cwd=cwd, writer=self.writer)
+        env[GROUP_ENV] = self.group
+        env[NODE_IP_ENV] = ray.util.get_node_ip_address()
+        status = self.folder / "status.json"
+        kept = keeper.command(os.getpid(), process_start_time(os.getpid()) or 0.0, status, argv)
+        self.handle = start_node(self.node, kept, env=env, cwd=cwd, writer=self.writer)
+        self.handle.process = keeper.KeptProcess(self.handle.process, status)
         return {"pid": self.handle.pid, "started": self.handle.started}
 
     def tick(self, offset: int, limit: int = READ_LIMIT) -> tuple[int | None, bytes]:
@@ -108,6 +127,30 @@ class NodeRunner:
             data = file.read(limit)
         end = data.rfind(b"\n")
         return data[: end + 1] if end >= 0 else b""
+
+    def read_files(
+        self, offsets: Mapping[str, int], limit: int = READ_LIMIT
+    ) -> dict[str, tuple[bytes, int]]:
+        """What changed in the command's folder since ``offsets`` (path → bytes already seen):
+        for each file that grew, the bytes after its offset (at most ``limit`` in all) and its
+        size, so the caller knows when it has the whole of it."""
+        changed: dict[str, tuple[bytes, int]] = {}
+        budget = limit
+        for path in sorted(p for p in self.files.rglob("*") if p.is_file()):
+            name = str(path.relative_to(self.files))
+            seen = int(offsets.get(name, 0))
+            try:
+                size = path.stat().st_size
+                if size <= seen or budget <= 0:
+                    continue
+                with open(path, "rb") as file:
+                    file.seek(seen)
+                    data = file.read(min(size - seen, budget))
+            except OSError:
+                continue
+            changed[name] = (data, size)
+            budget -= len(data)
+        return changed
 
     def finish_capture(self) -> None:
         """Wait for the output of a command that ended to be read to its end."""
@@ -150,10 +193,11 @@ class NodeRunner:
         self.finish_capture()
 
     def leftovers(self, grace_s: float) -> list[int]:
-        """Stop what still runs on this node for the job (left its process group); the pids."""
+        """Stop what still runs on this node for this attempt (left its process group); the
+        pids."""
         from ..workloads.processes import kill_job_processes
 
-        return kill_job_processes(self.job_id, grace_s=grace_s)
+        return kill_job_processes(self.group, grace_s=grace_s, variable=GROUP_ENV)
 
     def close(self) -> None:
         self.finish_metrics()

@@ -67,19 +67,31 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
     from .logs_spec import RunDirLogsSpecs
 
     nproc = int(settings["nproc"])
+    nnodes = int(settings.get("nnodes", 1))
     os.environ[AGENT_PID_ENV] = str(os.getpid())
     _record_elastic_stops(run_dir)
-    config = LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
-        nproc_per_node=nproc,
-        run_id=settings.get("rdzv_id") or uuid.uuid4().hex,
-        rdzv_backend="c10d",
+    rdzv: dict[str, Any] = {"timeout": int(settings.get("rdzv_timeout", 300))}
+    local_addr: str | None
+    if nnodes == 1:
         # port 0: the rendezvous store binds a free port itself (no race for a port chosen
         # here), as `torchrun --standalone` does; MASTER_PORT is the same store, shared
-        rdzv_endpoint="127.0.0.1:0",
-        rdzv_configs={"timeout": int(settings.get("rdzv_timeout", 300))},
-        local_addr="127.0.0.1",
+        backend, endpoint, local_addr = "c10d", "127.0.0.1:0", "127.0.0.1"
+    else:
+        # one agent per node, the store on node 0's address (set by the backend), node k with
+        # ranks k*nproc … (k+1)*nproc-1: what `torchrun --node-rank=k` does
+        backend = "static"
+        endpoint = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+        local_addr = os.environ.get("JUPYTER_AIR_NODE_IP") or None
+        rdzv["rank"] = int(os.environ["NODE_RANK"])
+    config = LaunchConfig(
+        min_nodes=nnodes,
+        max_nodes=nnodes,
+        nproc_per_node=nproc,
+        run_id=settings.get("rdzv_id") or uuid.uuid4().hex,
+        rdzv_backend=backend,
+        rdzv_endpoint=endpoint,
+        rdzv_configs=rdzv,
+        local_addr=local_addr,
         max_restarts=0,
         monitor_interval=float(settings.get("monitor_interval", 0.1)),
         logs_specs=RunDirLogsSpecs(run_dir, nproc),
@@ -90,8 +102,8 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
 
 def _record_elastic_stops(run_dir: RunDir) -> None:
     """Before elastic's process context stops its ranks (``PContext.close``: SIGTERM, then
-    SIGKILL after its timeout), record those still running as stopped by the launch. One agent
-    runs one node, so a local rank is the rank."""
+    SIGKILL after its timeout), record those still running as stopped by the launch, by global
+    rank."""
     import psutil
     from torch.distributed.elastic.multiprocessing import api
 
@@ -105,11 +117,27 @@ def _record_elastic_stops(run_dir: RunDir) -> None:
 
     def close(pcontext: Any, death_sig: Any = None, *args: Any, **kwargs: Any) -> None:
         with contextlib.suppress(Exception):  # a record not written must not keep ranks running
-            ranks = [rank for rank, pid in pcontext.pids().items() if running(pid)]
+            global_rank = _global_ranks(run_dir)
+            ranks = [
+                global_rank.get(pid, local)
+                for local, pid in pcontext.pids().items()
+                if running(pid)
+            ]
             record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
         return original(pcontext, death_sig, *args, **kwargs)
 
     api.PContext.close = close  # type: ignore[method-assign,assignment]
+
+
+def _global_ranks(run_dir: RunDir) -> dict[int, int]:
+    """pid → global rank, from the pid files the ranks wrote (on several nodes a local rank is
+    not the rank)."""
+    found = {}
+    for path in run_dir.path.glob("pid-*.json"):
+        info = run_dir.read_json(path) or {}
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            found[int(info["pid"])] = int(path.stem.split("-", 1)[1])
+    return found
 
 
 def _describe_failure(error: BaseException) -> dict[str, Any]:

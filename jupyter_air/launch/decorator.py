@@ -18,6 +18,9 @@ from .errors import DistributedError, RemoteTraceback
 
 R = TypeVar("R")
 OUTPUTS = ("all", "rank0")
+# options ``.distributed()`` itself takes (unless the function has a parameter of that name)
+CALL_OPTIONS = ("remote", "max_retries")
+MAX_RETRIES = 100
 
 
 class DistributedFunction(Generic[R]):
@@ -35,8 +38,14 @@ class DistributedFunction(Generic[R]):
         """Run the function on every rank with these arguments; the list of the ranks' return
         values, rank 0 first. Raises the first failing rank's exception."""
         __tracebackhide__ = True
+        options = self.launch_options
+        call_options = {
+            k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs and not _takes(self, k)
+        }
+        if call_options:
+            options = self.with_options(**call_options).launch_options
         try:
-            return run_distributed(self.__wrapped__, self.launch_options, args, kwargs)
+            return run_distributed(self.__wrapped__, options, args, kwargs)
         except Exception as error:
             if not isinstance(error, DistributedError) and not isinstance(
                 error.__cause__, RemoteTraceback
@@ -79,6 +88,8 @@ def distributed(
     experiment: str | None = None,
     mlflow: bool = True,
     grace_period: float = 5.0,
+    remote: bool = False,
+    max_retries: int = 0,
 ) -> Callable[[Callable[..., R]], DistributedFunction[R]]: ...
 
 
@@ -94,12 +105,15 @@ def distributed(
     experiment: str | None = None,
     mlflow: bool = True,
     grace_period: float = 5.0,
+    remote: bool = False,
+    max_retries: int = 0,
 ) -> Any:
     """Make ``fn`` runnable on N ranks with ``fn.distributed(*args, **kwargs)``.
 
     gpus: ranks, one per GPU; None for every visible GPU. Without a GPU, N CPU ranks (gloo),
         or 1 for None.
-    nodes: 1 (several machines need a cluster backend, not in this version).
+    nodes: machines, each running ``gpus`` ranks; more than 1 needs a Ray cluster
+        (docs/clusters.md).
     timeout: seconds before the call is stopped (every rank killed, run KILLED).
     env: extra environment variables for the ranks.
     output: "all" streams every rank's output; "rank0" streams rank 0, and the output of ranks
@@ -107,6 +121,9 @@ def distributed(
     run_name, experiment: the MLflow run's name and experiment (default: the notebook's rule).
     mlflow: False to start no MLflow run.
     grace_period: seconds between SIGTERM and SIGKILL when ranks are stopped.
+    remote: run the call as a job run (retries, logs, ``air`` commands; it outlives the kernel),
+        followed in the cell; ``jupyter_air.job(ID).result()`` reads its results later.
+    max_retries: with remote, attempts after a failed one.
     """
     options = _options(
         gpus=gpus,
@@ -118,6 +135,8 @@ def distributed(
         experiment=experiment,
         mlflow=mlflow,
         grace_period=grace_period,
+        remote=remote,
+        max_retries=max_retries,
     )
 
     def decorate(function: Callable[..., R]) -> DistributedFunction[R]:
@@ -128,6 +147,16 @@ def distributed(
         return DistributedFunction(function, options)
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _takes(function: DistributedFunction[Any], name: str) -> bool:
+    """Whether the decorated function has a parameter ``name`` (then it is the function's)."""
+    import inspect
+
+    try:
+        return name in inspect.signature(function.__wrapped__).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _options(
@@ -141,12 +170,26 @@ def _options(
     experiment: str | None,
     mlflow: bool,
     grace_period: float,
+    remote: bool = False,
+    max_retries: int = 0,
 ) -> LaunchOptions:
     check_counts(gpus, nodes)
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise ValueError(f"timeout must be a number of seconds > 0, or None; got {timeout!r}")
     if isinstance(grace_period, bool) or not grace_period >= 0:
         raise ValueError(f"grace_period must be a number of seconds ≥ 0; got {grace_period!r}")
+    if not isinstance(remote, bool):
+        raise TypeError(f"remote must be True or False; got {remote!r}")
+    if (
+        isinstance(max_retries, bool)
+        or not isinstance(max_retries, int)
+        or not (0 <= max_retries <= MAX_RETRIES)
+    ):
+        raise ValueError(
+            f"max_retries must be an integer from 0 to {MAX_RETRIES}; got {max_retries!r}"
+        )
+    if max_retries and not remote:
+        raise ValueError("max_retries needs remote=True: a call of the kernel is not retried")
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUTS))}; got {output!r}")
     extra = dict(env or {})
@@ -163,4 +206,6 @@ def _options(
         experiment=experiment,
         mlflow=bool(mlflow),
         grace_period=float(grace_period),
+        remote=remote,
+        max_retries=max_retries,
     )

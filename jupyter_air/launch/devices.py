@@ -100,12 +100,6 @@ def check_counts(gpus: int | None, nodes: int) -> None:
         raise ValueError(f"gpus must be a whole number ≥ 1, or None for every GPU; got {gpus!r}")
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise ValueError(f"nodes must be a whole number ≥ 1; got {nodes!r}")
-    if nodes > 1:
-        raise DeviceError(
-            f"nodes={nodes}: running on several machines needs a cluster backend, which this "
-            "version of jupyter-air does not provide. .distributed() runs every rank on this "
-            "machine (nodes=1); for several nodes, launch torchrun on each of them."
-        )
 
 
 def say_once(note: str | None) -> None:

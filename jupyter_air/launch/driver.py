@@ -59,13 +59,32 @@ class LaunchOptions:
     experiment: str | None = None
     mlflow: bool = True
     grace_period: float = 5.0
+    remote: bool = False  # a job run (launch/remote.py) instead of processes of the kernel
+    max_retries: int = 0  # remote: attempts after the first
 
 
 def run_distributed(
     fn: Callable[..., Any], options: LaunchOptions, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> list[Any]:
     __tracebackhide__ = True
+    if options.remote:
+        from .remote import run_remote
+
+        payload = build_payload(fn, args, kwargs)  # before anything is created
+        return run_remote(function_name(fn), options, payload.dumps(), options.max_retries)
     require_torch()
+    if options.nodes > 1:
+        from .cluster import ClusterLaunch, cluster_backend, plan_cluster
+
+        backend = cluster_backend(options.nodes)
+        try:
+            cluster = plan_cluster(options.gpus, options.nodes, backend)
+            payload = build_payload(fn, args, kwargs)  # before anything starts
+        except BaseException:
+            backend.close()
+            raise
+        say_once(cluster.note)
+        return ClusterLaunch(function_name(fn), options, cluster, payload.dumps(), backend).run()
     plan = plan_devices(options.gpus, options.nodes)
     payload = build_payload(fn, args, kwargs)  # before anything starts
     say_once(plan.note)
@@ -132,6 +151,7 @@ class Launch:
             self._end_run(status)
             if self.output is not None:
                 self.output.close()
+            self.close()
             if status == "FINISHED" or self.agent is None:  # nothing to inspect
                 self.run_dir.remove()
 
@@ -145,7 +165,10 @@ class Launch:
                 "distributed",
                 run_name=self.options.run_name,
                 experiment=self.options.experiment,
-                tags={TAG_FUNCTION: self.name, TAG_RANKS: self.plan.description},
+                tags={TAG_FUNCTION: self.name, TAG_RANKS: self.description},
+                # on several nodes each samples itself (system/node_k/…); on one machine, the
+                # kernel's machine is node 0
+                system_metrics=self.samples_here,
             )
         with contextlib.suppress(Exception):  # the run matters; its display is a nicety
             run.show()
@@ -163,6 +186,31 @@ class Launch:
                 run.end(status)
         except Exception as failure:
             print(f"jupyter-air: could not end MLflow run: {failure}", file=sys.stderr)
+
+    @property
+    def description(self) -> str:
+        """The ranks, in words (tagged on the run)."""
+        return self.plan.description
+
+    @property
+    def samples_here(self) -> bool:
+        """Whether the system metrics are sampled in this kernel (one machine: node 0 is it)."""
+        return True
+
+    def close(self) -> None:
+        """Release what the call holds beyond its processes (nothing on one machine)."""
+
+    def _where(self, rank: int) -> tuple[int, str] | None:
+        """The node a rank ran on and its host, on several nodes."""
+        return None
+
+    def _sync(self, *, final: bool = False) -> None:
+        """Bring the ranks' files to the run folder (on one machine they are written there);
+        ``final``: everything, now."""
+
+    def _outcome(self) -> dict[str, Any] | None:
+        assert self.run_dir is not None
+        return self.run_dir.read_json(self.run_dir.outcome)
 
     # the agent ----------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -220,6 +268,7 @@ class Launch:
         failing_since: float | None = None
         next_check = time.monotonic()
         while True:
+            self._sync()
             busy = self.output.pump()
             if self.agent.poll() is not None:
                 break
@@ -241,9 +290,10 @@ class Launch:
                 failing_since = now
             if not busy:
                 time.sleep(POLL_S)
+        self._sync(final=True)
         self.output.pump(final=True)
         self._wait_ranks_gone(timeout_s=self.options.grace_period + 2)
-        return self.run_dir.read_json(self.run_dir.outcome)
+        return self._outcome()
 
     def _finish(self, outcome: dict[str, Any] | None) -> list[Any]:
         __tracebackhide__ = True
@@ -262,7 +312,13 @@ class Launch:
             if self.output is not None:
                 for failure in failures:
                     self.output.show_tail(failure.rank)
-            error, remote = rank_error(first, function_name=self.name, nproc=nproc, run_dir=run_dir)
+            error, remote = rank_error(
+                first,
+                function_name=self.name,
+                nproc=nproc,
+                run_dir=run_dir,
+                node=self._where(first.rank),
+            )
             self._error_text = f"rank {first.rank}: {error}".splitlines()[0]
             raise error from remote
         self._error_text = "the launcher failed"

@@ -95,10 +95,18 @@ def read_error(run_dir: RunDir, rank: int) -> dict[str, Any] | None:
 
 
 def rank_error(
-    failure: RankFailure, *, function_name: str, nproc: int, run_dir: RunDir
+    failure: RankFailure,
+    *,
+    function_name: str,
+    nproc: int,
+    run_dir: RunDir,
+    node: tuple[int, str] | None = None,
 ) -> tuple[BaseException, RemoteTraceback]:
-    """The exception to raise for the failing rank, and the remote traceback to raise it from."""
+    """The exception to raise for the failing rank, and the remote traceback to raise it from.
+    ``node``: where the rank ran, on several nodes: the node and its host."""
     where = f"rank {failure.rank} of {nproc}"
+    if node is not None:
+        where = f"node {node[0]} rank {failure.rank} of {nproc} (host {node[1]})"
     call = f"{function_name}.distributed()"
     logs = f"Logs and error files: {run_dir}"
     record = failure.record

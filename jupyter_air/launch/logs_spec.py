@@ -26,12 +26,15 @@ class RunDirLogsSpecs(LogsSpecs):
         return str(self.run_dir.path / "logs")
 
     def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
+        """Files named by each rank's global rank (its ``RANK``): one node's folder, or several
+        nodes' folders brought together in the kernel's, never collide."""
         stdouts, stderrs, error_files = {}, {}, {}
         for local_rank, env in envs.items():
-            self.run_dir.log_dir(local_rank).mkdir(parents=True, exist_ok=True)
-            stdouts[local_rank] = str(self.run_dir.stdout(local_rank))
-            stderrs[local_rank] = str(self.run_dir.stderr(local_rank))
-            error_file = str(self.run_dir.elastic_error_file(local_rank))
+            rank = int(env.get("RANK", local_rank))
+            self.run_dir.log_dir(rank).mkdir(parents=True, exist_ok=True)
+            stdouts[local_rank] = str(self.run_dir.stdout(rank))
+            stderrs[local_rank] = str(self.run_dir.stderr(rank))
+            error_file = str(self.run_dir.elastic_error_file(rank))
             error_files[local_rank] = error_file
             env["TORCHELASTIC_ERROR_FILE"] = error_file
         return LogsDest(stdouts, stderrs, {}, {}, error_files)

@@ -23,23 +23,32 @@ CHUNK = 256 * 1024  # bytes read from one file per pass
 HOLD_PARTIAL_S = 0.5  # a line without its newline yet is shown after this long
 
 
-def prefix(rank: int) -> str:
-    return f"[rank {rank}] "
+def prefix(rank: int, node: int | None = None) -> str:
+    """``[rank 3] `` on one machine, ``[node 1 rank 3] `` on several."""
+    return f"[rank {rank}] " if node is None else f"[node {node} rank {rank}] "
 
 
 class CellStream:
     """One of the kernel's streams (stdout or stderr) shared by all ranks, remembering which
     rank's unfinished line (a progress bar) is currently open at its end."""
 
-    def __init__(self, target: Callable[[], TextIO]) -> None:
+    def __init__(
+        self,
+        target: Callable[[], TextIO],
+        node_of: Callable[[int], int | None] | None = None,
+    ) -> None:
         self._target = target
+        self._node_of = node_of
         self.open_rank: int | None = None
 
+    def _prefix(self, rank: int) -> str:
+        return prefix(rank, self._node_of(rank) if self._node_of is not None else None)
+
     def line(self, rank: int, text: str) -> None:
-        self._write(rank, prefix(rank) + text + "\n", closes=True)
+        self._write(rank, self._prefix(rank) + text + "\n", closes=True)
 
     def partial(self, rank: int, text: str) -> None:
-        self._write(rank, prefix(rank) + text, closes=False)
+        self._write(rank, self._prefix(rank) + text, closes=False)
 
     def close_open_line(self) -> None:
         if self.open_rank is not None:
@@ -143,11 +152,13 @@ class RankOutput:
         mode: str = "all",
         stdout: Callable[[], TextIO] | None = None,
         stderr: Callable[[], TextIO] | None = None,
+        node_of: Callable[[int], int | None] | None = None,
+        first_rank: int = 0,
     ) -> None:
         self.run_dir = run_dir
-        self.out = CellStream(stdout or (lambda: sys.stdout))
-        self.err = CellStream(stderr or (lambda: sys.stderr))
-        ranks = range(nproc) if mode == "all" else range(min(1, nproc))
+        self.out = CellStream(stdout or (lambda: sys.stdout), node_of)
+        self.err = CellStream(stderr or (lambda: sys.stderr), node_of)
+        ranks = range(first_rank, first_rank + (nproc if mode == "all" else min(1, nproc)))
         self.files = [
             RankFile(path, rank, cell)
             for rank in ranks

@@ -120,8 +120,11 @@ def record_stops(run_dir: RunDir, who: str, ranks: list[int], signal: str) -> No
 def read_stops(run_dir: RunDir) -> dict[int, float]:
     """When each rank was first signalled to stop by the launch (driver or agent)."""
     first: dict[int, float] = {}
-    for who in STOPPERS:
-        for key, info in (run_dir.read_json(run_dir.stops(who)) or {}).items():
+    # the driver's, each agent's (one per node: stops-agent.json, or stops-agent-node-K.json
+    # when several nodes' folders are brought together)
+    records = sorted(run_dir.path.glob("stops-*.json"))
+    for path in records:
+        for key, info in (run_dir.read_json(path) or {}).items():
             with contextlib.suppress(TypeError, ValueError, KeyError):
                 rank, when = int(key), float(info["time"])
                 first[rank] = min(when, first.get(rank, when))

@@ -42,8 +42,9 @@ def spawn_detached(
     return process.pid
 
 
-def job_processes(job_id: str) -> list[int]:
-    """Pids of this user's processes that belong to job ``job_id`` (by their environment)."""
+def job_processes(job_id: str, variable: str = JOB_ENV) -> list[int]:
+    """Pids of this user's processes that belong to job ``job_id`` (``variable`` in their
+    environment says so)."""
     import psutil
 
     me, uid = os.getpid(), os.getuid()
@@ -54,16 +55,16 @@ def job_processes(job_id: str) -> list[int]:
                 continue
             if process.status() == psutil.STATUS_ZOMBIE:
                 continue
-            if process.environ().get(JOB_ENV) == job_id:
+            if process.environ().get(variable) == job_id:
                 found.append(process.pid)
         except (psutil.Error, OSError):
             continue
     return found
 
 
-def kill_job_processes(job_id: str, grace_s: float = 5.0) -> list[int]:
+def kill_job_processes(job_id: str, grace_s: float = 5.0, variable: str = JOB_ENV) -> list[int]:
     """Stop whatever still runs for job ``job_id``: SIGTERM, then SIGKILL. Returns the pids."""
-    pids = job_processes(job_id)
+    pids = job_processes(job_id, variable)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)

@@ -218,6 +218,7 @@ class JobAttempts:
         }
         argv = argv_for(spec["command"])
         cwd = job.working_dir or os.getcwd()
+        files, folders = self._call_files(attempt)
         nodes = [
             NodeLaunch(
                 node=node,
@@ -226,6 +227,8 @@ class JobAttempts:
                 cwd=cwd,
                 writer=self.writers[node],
                 gpus=tuple(job.gpus[node]) if node < len(job.gpus) else (),
+                files=files,
+                folder=folders[node] if folders else None,
             )
             for node in range(job.num_nodes)
         ]
@@ -240,6 +243,34 @@ class JobAttempts:
             grace_s=self.supervisor.grace_s,
         )
 
+    def _call_files(self, attempt: int) -> tuple[dict[str, bytes], list[str]]:
+        """A ``.distributed(remote=True)`` job: the call every node gets, and each node's run
+        folder for this attempt (see workloads/calls.py); nothing for other jobs."""
+        from . import calls
+
+        job = self.job
+        if job.source != calls.SOURCE:
+            return {}, []
+        data = self.store.data_dir
+        source = calls.call_dir(data, job.id)
+        files = {name: (source / name).read_bytes() for name in calls.CALL_FILES}
+        folders = [str(calls.node_dir(data, job.id, attempt, n)) for n in range(job.num_nodes)]
+        return files, folders
+
+    def _call_function(self) -> str | None:
+        """The function of a ``.distributed(remote=True)`` job."""
+        import json
+
+        from . import calls
+
+        if self.job.source != calls.SOURCE:
+            return None
+        try:
+            path = calls.call_dir(self.store.data_dir, self.job.id) / "call.json"
+            return str(json.loads(path.read_text())["function"])
+        except (OSError, ValueError, KeyError):
+            return None
+
     def _start_run(self, attempt: int) -> Any:
         from ..tracking.runs import ManagedRun
 
@@ -253,6 +284,9 @@ class JobAttempts:
             "mlflow.source.type": "JOB",
         }
         tags["mlflow.source.name"] = job.notebook or source
+        function = self._call_function()
+        if function:
+            tags["jupyter_air.function"] = function
         if job.user:
             tags["mlflow.user"] = job.user
         return ManagedRun.start(

@@ -1,0 +1,424 @@
+"""``.distributed()`` on several nodes of a Ray cluster: ``@distributed(gpus=G, nodes=M)``.
+
+The kernel is the Ray driver. The call's nodes are placed as a workload's are (the Ray backend:
+a STRICT_SPREAD placement group, one ``NodeRunner`` actor per node); on each node the actor
+runs the same launcher agent as on one machine (``python -m jupyter_air.launch.agent``, torch
+elastic) with ``nnodes=M`` and the c10d rendezvous on node 0's address, so the ranks get
+torchrun's environment everywhere (global ranks across nodes). The cloudpickled call travels
+through Ray's object store — no shared filesystem. Each node's run folder is brought into the
+kernel's as it changes (the ranks' output, results, error records, the agent's outcome), so
+the single-node machinery applies unchanged: output streamed into the cell, prefixed
+``[node k rank r]``; results in global rank order; the first failing rank's own exception.
+Interrupt, timeout and kernel death stop every node (the actors' keepers stop the commands if
+the kernel dies); what is left is checked on every node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .driver import Launch, LaunchOptions
+from .errors import DeviceError, DistributedError
+from .rundir import record_stops, write_atomic
+
+if TYPE_CHECKING:
+    from ..backends.ray_backend import RayBackend, RayGroup
+
+HOW_TO_CONNECT = (
+    "connect a Ray cluster: set RAY_ADDRESS (or c.JupyterAir.cluster / JUPYTER_AIR_CLUSTER) to "
+    "its address before starting the kernel — see docs/clusters.md. On this machine alone, use "
+    "nodes=1."
+)
+
+
+SYNC_EVERY_S = 0.2
+
+
+class NodeLostError(DistributedError):
+    """A node of the call went away (its machine, its Ray node) before the call ended."""
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    nodes: int
+    nproc: int  # per node
+    kind: str  # "gpu" | "cpu"
+    note: str | None = None
+
+    @property
+    def description(self) -> str:
+        each = f"{self.nproc} GPU" if self.kind == "gpu" else f"{self.nproc} CPU rank"
+        return f"{self.nodes} nodes x {each}{'s' if self.nproc != 1 else ''}"
+
+
+def plan_cluster(gpus: int | None, nodes: int, backend: RayBackend) -> ClusterPlan:
+    """The ranks of a call on ``nodes`` Ray nodes: ``gpus`` each, or — not given — as many as
+    every one of ``nodes`` nodes has (the cluster's resources, not this kernel's GPUs); ranks on
+    the CPU where the nodes have no GPU."""
+    available = sorted((n.gpus for n in backend.nodes() if n.cpus >= 1), reverse=True)
+    if len(available) < nodes:
+        raise DeviceError(
+            f"nodes={nodes}: the Ray cluster at {backend.address} has {backend.describe()}; "
+            "it needs one Ray node per node of the call."
+        )
+    fits = int(available[nodes - 1])  # what the nodes-th best node has
+    if gpus is None:
+        if fits >= 1:
+            return ClusterPlan(nodes, fits, "gpu")
+        note = (
+            "jupyter-air: the Ray nodes have no GPU; running 1 rank per node on the CPU (gloo). "
+            "Pass gpus=N to run N CPU ranks per node."
+        )
+        return ClusterPlan(nodes, 1, "cpu", note)
+    if fits >= gpus:
+        return ClusterPlan(nodes, gpus, "gpu")
+    if not any(available):
+        note = (
+            f"jupyter-air: the Ray nodes have no GPU; running {gpus} ranks per node on the "
+            "CPU (gloo) instead of GPUs."
+        )
+        return ClusterPlan(nodes, gpus, "cpu", note)
+    raise DeviceError(
+        f"gpus={gpus}, nodes={nodes}: {nodes} Ray nodes with {gpus} GPUs each are needed; the "
+        f"cluster at {backend.address} has {backend.describe()}."
+    )
+
+
+def cluster_backend(nodes: int) -> RayBackend:
+    """The Ray backend for a call on several nodes, or the error that says how to get one."""
+    from ..backends.choice import choose, require_ray
+    from ..backends.ray_backend import RayBackend
+
+    choice = choose(None)
+    if choice.backend != "ray":
+        raise DeviceError(f"nodes={nodes} runs on several machines: {HOW_TO_CONNECT}")
+    require_ray(choice.why)
+    return RayBackend(choice.address)
+
+
+class _Nodes:
+    """The call's nodes as the single-node code sees its agent process: ``poll()`` is None while
+    one of them runs, then the first non-zero exit code (or 0)."""
+
+    def __init__(self, group: RayGroup, every_s: float = 0.5) -> None:
+        self.group = group
+        self.returncode: int | None = None
+        self.pid = 0
+        self.every_s = every_s  # each poll asks every node: not at the driver loop's pace
+        self._asked = 0.0
+
+    def poll(self) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        now = time.monotonic()
+        if now - self._asked < self.every_s:
+            return None
+        self._asked = now
+        states = self.group.poll()
+        if any(s.running for s in states) and not any(s.lost for s in states):
+            return None
+        codes = [s.exit_code if s.exit_code is not None else -(s.signal or 9) for s in states]
+        self.returncode = next((c for c in codes if c != 0), 0)
+        return self.returncode
+
+
+class ClusterLaunch(Launch):
+    """One ``.distributed()`` call on ``plan.nodes`` Ray nodes (see the module's docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        options: LaunchOptions,
+        plan: ClusterPlan,
+        payload: bytes,
+        backend: RayBackend,
+    ) -> None:
+        from .devices import DevicePlan
+
+        total = plan.nodes * plan.nproc
+        single = DevicePlan(total, plan.kind, None, plan.note)
+        super().__init__(name, options, single, payload)
+        self.cluster = plan
+        self.backend = backend
+        self.group: RayGroup | None = None
+        self.offsets: list[dict[str, int]] = []
+        self._synced = 0.0
+
+    @property
+    def description(self) -> str:
+        return self.cluster.description
+
+    @property
+    def samples_here(self) -> bool:
+        return False  # each node samples itself, in its actor
+
+    def _rank_node(self, rank: int) -> int | None:
+        """The node a rank runs on (known from where its files came from)."""
+        return self._origin.get(rank)
+
+    def _where(self, rank: int) -> tuple[int, str] | None:
+        node = self._rank_node(rank)
+        if node is None:
+            return None
+        group = self.group
+        host = group.nodes[node].host if group is not None and node < len(group.nodes) else "?"
+        return node, host
+
+    # starting ----------------------------------------------------------------------------------
+    def _settings(self) -> dict[str, Any]:
+        settings = super()._settings()
+        settings.update(nproc=self.cluster.nproc, nnodes=self.cluster.nodes, driver_pid=None)
+        return settings
+
+    def worker_env(self) -> dict[str, str]:
+        """What the ranks get from the kernel on another machine: jupyter-air's part, not the
+        kernel's whole environment (paths of this machine mean nothing there)."""
+        env: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
+        if self.mlflow_run is not None:
+            env.update(self.mlflow_run.env())
+            token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+            if token:
+                env["MLFLOW_TRACKING_TOKEN"] = token
+        if self.cluster.nproc > 1:
+            env["OMP_NUM_THREADS"] = "1"
+        env.update({str(k): str(v) for k, v in self.options.env.items()})
+        return env
+
+    def _start_agent(self) -> None:
+        import ray
+
+        from ..backends.base import GroupLaunch, NodeLaunch
+        from ..workloads.logfile import LogWriter
+        from .output import RankOutput
+
+        run_dir = self.run_dir
+        assert run_dir is not None
+        self._origin: dict[int, int] = {}
+        settings = json.dumps(self._settings()).encode()
+        payload = ray.put(self.payload)  # once, for every node, through the object store
+        argv = [sys.executable, "-m", "jupyter_air.launch.agent", "{folder}"]
+        nodes = [
+            NodeLaunch(
+                node=k,
+                argv=argv,
+                env=self.worker_env(),
+                cwd=os.getcwd(),
+                writer=LogWriter(run_dir.path / f"agent-node-{k}.log"),
+                files={"payload.pkl": payload, "launch.json": settings},
+            )
+            for k in range(self.cluster.nodes)
+        ]
+        launch = GroupLaunch(
+            job_id=f"call-{run_dir.path.name}"[-60:],
+            attempt=1,
+            nodes=nodes,
+            accelerators=self.cluster.nproc if self.cluster.kind == "gpu" else 0,
+            accelerator_type="GPU" if self.cluster.kind == "gpu" else "CPU",
+            grace_s=self.options.grace_period,
+        )
+        self.offsets = [{} for _ in nodes]
+        self.output = RankOutput(
+            run_dir, self.plan.nproc, self.options.output, node_of=self._rank_node
+        )
+        self.group = self.backend.start(launch)
+        self.agent = _Nodes(self.group)  # type: ignore[assignment]
+        if self.mlflow_run is not None:
+            self._start_node_metrics()
+
+    def _start_node_metrics(self) -> None:
+        from ..backends.base import Metrics
+
+        assert self.group is not None and self.mlflow_run is not None
+        env = {"MLFLOW_TRACKING_URI": self.mlflow_run.tracking_uri}
+        token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+        if token:
+            env["MLFLOW_TRACKING_TOKEN"] = token
+        interval = os.environ.get("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S")
+        with contextlib.suppress(Exception):  # the call matters; its metrics are a nicety
+            self.group.start_metrics(
+                Metrics(self.mlflow_run.run_id, env, float(interval) if interval else None)
+            )
+
+    # watching ----------------------------------------------------------------------------------
+    def _sync(self, *, final: bool = False) -> None:
+        """Bring every node's run folder into the kernel's (what changed since last time; a
+        few times a second: each time asks every node)."""
+        import ray
+
+        group = self.group
+        run_dir = self.run_dir
+        if group is None or run_dir is None:
+            return
+        now = time.monotonic()
+        if not final and now - self._synced < SYNC_EVERY_S:
+            return
+        self._synced = now
+        live = [k for k in range(len(group.actors)) if k not in group.lost]
+        refs = {k: group.actors[k].read_files.remote(self.offsets[k]) for k in live}
+        for k, ref in refs.items():
+            try:
+                changed = ray.get(ref, timeout=30)
+            except Exception:
+                continue  # a node gone: poll() says so
+            for name, (data, size) in changed.items():
+                self._store(k, name, data, size)
+
+    def _store(self, node: int, name: str, data: bytes, size: int) -> None:
+        run_dir = self.run_dir
+        assert run_dir is not None
+        if name in ("payload.pkl", "launch.json") or name.startswith("pid-"):
+            return  # ours, or pids of another machine
+        local = name
+        if name == "outcome.json":
+            local = f"outcome-node-{node}.json"
+        elif name.startswith("stops-"):
+            local = name.replace(".json", f"-node-{node}.json")
+        if name.startswith("logs/rank-"):
+            with contextlib.suppress(ValueError):
+                self._origin.setdefault(int(name.split("/")[1].split("-")[1]), node)
+        elif name.startswith(("result-", "error-")):
+            with contextlib.suppress(ValueError):
+                self._origin.setdefault(int(name.split("-")[1].split(".")[0]), node)
+        target = run_dir.path / local
+        target.parent.mkdir(parents=True, exist_ok=True)
+        offsets = self.offsets[node]
+        if name.endswith(".log"):  # the ranks' output: appended as it comes
+            with open(target, "ab") as file:
+                file.write(data)
+            offsets[name] = offsets.get(name, 0) + len(data)
+            return
+        partial = target.with_name(target.name + ".part")  # whole files appear whole
+        with open(partial, "ab") as file:
+            file.write(data)
+        offsets[name] = offsets.get(name, 0) + len(data)
+        if offsets[name] >= size:
+            if name in ("outcome.json",) or name.startswith("stops-"):
+                offsets[name] = 0  # rewritten in place on the node: read again when it grows
+            write_atomic(target, partial.read_bytes())
+            partial.unlink()
+
+    def _outcome(self) -> dict[str, Any] | None:
+        """The agents' outcomes as one: succeeded when every node did."""
+        run_dir = self.run_dir
+        assert run_dir is not None
+        if self.agent is not None:
+            self.agent.poll()  # the agents' last word is in: what they wrote is all there is
+        self._sync(final=True)
+        outcomes = [
+            run_dir.read_json(run_dir.path / f"outcome-node-{k}.json")
+            for k in range(self.cluster.nodes)
+        ]
+        if all(o and o.get("state") == "succeeded" for o in outcomes):
+            return {"state": "succeeded"}
+        merged: dict[str, Any] = {"state": "failed", "failures": {}}
+        for outcome in outcomes:
+            if not outcome:
+                continue
+            merged["failures"].update(outcome.get("failures") or {})
+            if outcome.get("state") in ("error", "stopped") and not merged["failures"]:
+                merged.update({k: v for k, v in outcome.items() if k != "failures"})
+        return merged
+
+    def _some_rank_failed(self) -> bool:
+        run_dir = self.run_dir
+        assert run_dir is not None
+        if any(run_dir.error(rank).exists() for rank in range(self.plan.nproc)):
+            return True
+        group = self.group
+        return group is not None and any(code != 0 for code in group.codes.values())
+
+    def _lost(self) -> str | None:
+        group = self.group
+        return next(iter(group.lost.values()), None) if group is not None else None
+
+    # stopping ----------------------------------------------------------------------------------
+    def _unfinished(self) -> list[int]:
+        run_dir = self.run_dir
+        assert run_dir is not None
+        return [
+            r
+            for r in range(self.plan.nproc)
+            if not run_dir.result(r).exists() and not run_dir.error(r).exists()
+        ]
+
+    def _kill_ranks(self, sig: int) -> None:
+        from ..pids import signal_name
+
+        if self.run_dir is not None:
+            with contextlib.suppress(OSError):
+                record_stops(self.run_dir, "driver", self._unfinished(), signal_name(sig))
+        if self.group is not None:
+            self.group.stop(0.0 if sig == 9 else self.options.grace_period)
+
+    def _any_rank_alive(self) -> bool:
+        return self.agent is not None and self.agent.poll() is None
+
+    def _stop(self, why: str) -> None:
+        """Stop every node (SIGTERM, SIGKILL after the grace period, through its actor), bring
+        the last output home, and check on every node that nothing of the call is left."""
+        from .driver import _ignore_sigint
+
+        group = self.group
+        if group is None:
+            return
+        started = time.monotonic()
+        with _ignore_sigint():
+            self._kill_ranks(15)
+            self._sync_quietly()
+            self._pump_quietly(final=True)
+        self.stopped_in_s = time.monotonic() - started
+
+    def _sync_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self._sync(final=True)
+
+    def _wait_ranks_gone(self, timeout_s: float) -> None:
+        group = self.group
+        if group is None:
+            return
+        left = group.leftovers(grace_s=1.0)
+        if left:
+            print(f"jupyter-air: stopped what the call left running: {', '.join(left)}",
+                  file=sys.stderr)  # fmt: skip
+
+    def _finish(self, outcome: dict[str, Any] | None) -> list[Any]:
+        __tracebackhide__ = True
+        lost = self._lost()
+        if lost is not None:
+            self._error_text = lost
+            unfinished = self._unfinished()
+            raise NodeLostError(
+                f"{self.name}.distributed(): {lost}; ranks {', '.join(map(str, unfinished))} "
+                "did not finish and every other rank was stopped."
+            )
+        return super()._finish(outcome)
+
+    def _launcher_problem(self, outcome: dict[str, Any] | None) -> str:
+        run_dir = self.run_dir
+        assert run_dir is not None
+        logs = []
+        for k in range(self.cluster.nodes):
+            path = run_dir.path / f"agent-node-{k}.log"
+            text = path.read_text(errors="replace")[-1500:] if path.exists() else ""
+            logs.append(f"--- node {k}\n{text}")
+        state = (outcome or {}).get("state") or "no outcome"
+        return (
+            f"{self.name}.distributed() on {self.cluster.description}: the launchers ended "
+            f"({state}) without results. Their logs:\n" + "\n".join(logs)
+        )
+
+    def close(self) -> None:
+        group, self.group = self.group, None
+        if group is not None:
+            with contextlib.suppress(Exception):
+                group.finish_metrics()
+            with contextlib.suppress(Exception):
+                group.close()
+        with contextlib.suppress(Exception):
+            self.backend.close()

@@ -1,0 +1,265 @@
+"""``@distributed(nodes=2)`` on the real 3-node Ray cluster on loopback (tests/ray_cluster.py):
+from a notebook, 2 nodes x 2 ranks all-reduce across nodes, 4 values in global rank order, every
+rank's lines prefixed with its node, one MLflow run with system metrics sampled on each node;
+rank 3 raising is what the cell raises, naming node 1 rank 3; an interrupt or the kernel dying
+leaves no process of the call on any node."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import nbformat
+import pytest
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from tracking_support import use_server
+
+from jupyter_air.launch.cluster import ClusterPlan, plan_cluster
+from jupyter_air.tracking.display import MIME_TYPE
+
+pytestmark = pytest.mark.timeout(600)  # the first test also starts the cluster
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+CELLS = [
+    "from jupyter_air import distributed\nimport os",
+    """@distributed(gpus=2, nodes=2)
+def allreduce():
+    import torch, torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    total = torch.tensor([float(rank)])
+    dist.all_reduce(total)
+    print(f"rank {rank} of {world} sum {total.item():g} gpus {os.environ['CUDA_VISIBLE_DEVICES']}")
+    if rank == 0:
+        import mlflow, time
+        mlflow.log_metric("world", world)
+        time.sleep(2)  # a system-metrics sample on each node
+    dist.destroy_process_group()
+    return rank, total.item()
+
+results = allreduce.distributed()
+print("results", results)""",
+    """@distributed(gpus=2, nodes=2, mlflow=False, grace_period=2)
+def broken():
+    import time
+    if os.environ["RANK"] == "3":
+        raise ValueError("rank 3 is broken")
+    time.sleep(60)
+
+broken.distributed()""",
+]
+
+
+@pytest.fixture
+def cluster_env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
+    use_server(monkeypatch, mlflow_server.url)
+    for name, value in ray_cluster.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S", "1")
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    return ray_cluster
+
+
+def streams(cell, name: str | None = None) -> str:
+    return "".join(
+        o.text
+        for o in cell.outputs
+        if o.output_type == "stream" and (name is None or o.name == name)
+    )
+
+
+def calls_processes() -> list[int]:
+    """Pids of the processes a `.distributed()` call started on the cluster's nodes."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid"]):
+        try:
+            if process.environ().get("JUPYTER_AIR_GROUP", "").startswith("call-"):
+                found.append(process.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def test_two_nodes_from_a_notebook(cluster_env, tmp_path):
+    import mlflow
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    nb.cells[2].metadata["tags"] = ["raises-exception"]
+    km = KernelManager(
+        kernel_name="python3", connection_file=str(tmp_path / f"kernel-{uuid.uuid4()}.json")
+    )
+    client = NotebookClient(nb, km=km, timeout=240, resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+
+    call = nb.cells[1]
+    errors = [o for o in call.outputs if o.output_type == "error"]
+    assert not errors, ANSI.sub("", "\n".join(errors[0].traceback)) if errors else ""
+    out = streams(call, "stdout")
+    for rank in range(4):  # every rank's line, with its node: node k runs ranks 2k and 2k+1
+        assert f"[node {rank // 2} rank {rank}] rank {rank} of 4 sum 6" in out, out
+    assert "results [(0, 6.0), (1, 6.0), (2, 6.0), (3, 6.0)]" in out  # global rank order
+    assert re.search(r"\[node 0 rank 0\] rank 0 of 4 sum 6 gpus \d,\d", out)  # Ray's GPUs
+
+    (shown,) = [o for o in call.outputs if o.output_type == "display_data"]
+    payload = shown["data"][MIME_TYPE]
+    assert payload["status"] == "FINISHED"
+    run = mlflow.MlflowClient().get_run(payload["run_id"])
+    assert run.data.metrics["world"] == 4
+    assert run.data.tags["jupyter_air.ranks"] == "2 nodes x 2 GPUs"
+    for node in (0, 1):  # sampled on each node, by its actor
+        assert any(k.startswith(f"system/node_{node}/") for k in run.data.metrics), sorted(
+            run.data.metrics
+        )
+
+    (error,) = [o for o in nb.cells[2].outputs if o.output_type == "error"]
+    assert error.ename == "ValueError" and error.evalue == "rank 3 is broken"
+    text = ANSI.sub("", "\n".join(error.traceback))
+    assert "node 1 rank 3 of 4 (host 127.0.0.1) raised" in text  # the rank, its node, its host
+    assert 'raise ValueError("rank 3 is broken")' in text
+    time.sleep(1)
+    assert calls_processes() == []  # nothing of either call left on any node
+
+
+DRIVER = """
+import sys
+from jupyter_air import distributed
+
+@distributed(gpus=1, nodes=2, grace_period=3, mlflow=False)
+def forever():
+    import os, time
+    print("rank", os.environ["RANK"], "running", flush=True)
+    time.sleep(300)
+
+try:
+    forever.distributed()
+except KeyboardInterrupt:
+    print("KeyboardInterrupt reached the caller", flush=True)
+    sys.exit(130)
+"""
+
+
+def start_driver(tmp_path) -> subprocess.Popen[str]:
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent(DRIVER))
+    return subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,  # as a kernel is: SIGINT goes to its whole group
+    )
+
+
+def wait_running(count: int, timeout_s: float = 120.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = calls_processes()
+        if len(found) >= count:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"the call's processes did not start: {calls_processes()}")
+
+
+def wait_gone(timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while calls_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return calls_processes()
+
+
+def test_an_interrupt_leaves_nothing_on_either_node(cluster_env, tmp_path):
+    driver = start_driver(tmp_path)
+    try:
+        wait_running(6)  # per node: the keeper, the agent, its rank
+        time.sleep(2)  # the ranks print and sleep
+        os.killpg(driver.pid, signal.SIGINT)  # what Jupyter's interrupt does
+        left = wait_gone(30)
+        output, _ = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert left == []
+    assert driver.returncode == 130, output[-3000:]
+    assert "KeyboardInterrupt reached the caller" in output
+    assert "[node 1 rank 1] rank 1 running" in output
+
+
+def test_a_dying_kernel_takes_its_ranks_on_every_node_with_it(cluster_env, tmp_path):
+    driver = start_driver(tmp_path)
+    try:
+        wait_running(6)
+        driver.kill()  # the kernel (the Ray driver) dies without a word
+        driver.wait(10)
+        assert wait_gone(60) == []  # Ray stops its actors; their keepers stop the commands
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+
+
+def test_the_cluster_decides_the_gpus_per_node(ray_cluster, monkeypatch):
+    from jupyter_air.backends.ray_backend import RayBackend
+
+    for name, value in ray_cluster.env().items():
+        monkeypatch.setenv(name, value)
+    backend = RayBackend(ray_cluster.address)
+    try:
+        assert plan_cluster(None, 2, backend) == ClusterPlan(2, 2, "gpu")  # 2 fake GPUs each
+        assert plan_cluster(1, 3, backend) == ClusterPlan(3, 1, "gpu")
+        with pytest.raises(Exception, match="3 Ray nodes with 4 GPUs each are needed"):
+            plan_cluster(4, 3, backend)
+        with pytest.raises(Exception, match="it needs one Ray node per node of the call"):
+            plan_cluster(1, 5, backend)
+    finally:
+        backend.close()
+
+
+REMOTE = """
+import os
+from jupyter_air import distributed, job
+
+@distributed(gpus=1, nodes=2, remote=True)
+def where():
+    import os, socket
+    import torch, torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    total = torch.tensor([1.0])
+    dist.all_reduce(total)
+    print("rank", os.environ["RANK"], "of", total.item(), flush=True)
+    return int(os.environ["RANK"]), os.environ["NODE_RANK"], os.environ["JUPYTER_AIR_NODE_IP"]
+
+results = where.distributed()
+print("results", [r[:2] for r in results])
+"""
+
+
+def test_a_remote_call_runs_on_two_ray_nodes_and_brings_its_results_home(cluster_env, tmp_path):
+    """The job run's nodes are Ray nodes; their folders (results included) come back."""
+    from jupyter_air.workloads.store import JobStore
+
+    script = tmp_path / "remote.py"
+    script.write_text(REMOTE)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=400
+    )
+    output = ANSI.sub("", done.stdout + done.stderr)
+    assert done.returncode == 0, output[-4000:]
+    assert "results [(0, '0'), (1, '1')]" in output
+    assert "[node 1] [rank 1] rank 1 of 2.0" in output  # node 1's log, followed in the "cell"
+    (job,) = JobStore.for_data_dir(tmp_path / "data").list_jobs()
+    assert job.backend == "ray" and job.status == "SUCCEEDED"
