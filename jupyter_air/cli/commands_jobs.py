@@ -69,6 +69,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # air get run --------------------------------------------------------------------------------
 def cmd_get(args: argparse.Namespace) -> int:
+    from ..workloads.spec import recorded_overrides
     from ..workloads.views import compute_text, job_view
 
     store = open_store()
@@ -89,6 +90,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         ("Experiment", f"{job.experiment_name} (id {job.experiment_id})"),
         ("Run name", job.run_name),
         ("Command", job.command),
+        ("Overrides", "  ".join(recorded_overrides(job.spec_yaml))),
         ("Compute", compute_text(job.compute) + _gpus_text(job)),
         ("Backend", _backend_text(job)),
         ("Working dir", job.working_dir),

@@ -1,4 +1,5 @@
-"""``air run``: submit a workload YAML as a job run, and follow it with ``--follow``."""
+"""``air run``: submit a workload YAML as a job run (its fields changed by ``--override``), and
+follow it with ``--watch`` (``--follow``)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..tracking.experiments import ExperimentError
     from ..workloads.capacity import CapacityError
     from ..workloads.jobs import submit
-    from ..workloads.spec import SpecError, load_spec_file
+    from ..workloads.spec import MAX_OVERRIDES, SpecError, load_spec_file, overrides_comment
 
+    if len(args.override) > MAX_OVERRIDES:
+        raise CliError(f"at most {MAX_OVERRIDES} --override", EXIT_USAGE)
     try:
-        spec, text = load_spec_file(args.file)
+        spec, text = load_spec_file(args.file, args.override)
     except SpecError as error:
         if args.output == "json":
             problems = {"error": "invalid workload", "problems": error.to_json()}
@@ -49,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         job = submit(
             spec,
             store=store,
-            spec_yaml=text,
+            spec_yaml=text + overrides_comment(args.override),
             spec_path=args.file,
             source="cli",
             connection=connect,

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..api.enums import JobStatus
+
+if TYPE_CHECKING:
+    from ..workloads.spec import Override
 
 MAIN_HELP = """\
 examples:
   air run workload.yaml                 submit; prints the job run id and links
-  air run workload.yaml --follow        submit and stream node 0's logs until it ends
+  air run workload.yaml --watch         submit and stream node 0's logs until it ends
+  air run workload.yaml --override compute.num_accelerators=4
   air list runs                         active job runs (--all-status: every one)
   air get run 3f2a9c1b0d4e              status, compute, attempts and their MLflow runs
   air logs 3f2a --follow                logs of node 0, latest attempt, as they come
@@ -41,15 +46,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="submit a workload YAML as a job run",
         description="Submit a workload YAML as a job run. It runs detached: closing this shell "
         "does not stop it.",
-        epilog="examples:\n  air run workload.yaml\n  air run workload.yaml --follow\n"
+        epilog="examples:\n  air run workload.yaml\n  air run workload.yaml --watch\n"
+        "  air run workload.yaml --override compute.num_accelerators=4 "
+        "--override env_variables.LR=3e-5\n"
         "  air run workload.yaml --output json | jq -r .id",
         formatter_class=formatter,
     )
     run.add_argument("file", metavar="FILE", help="the workload YAML")
     run.add_argument(
         "--follow",
+        "--watch",
+        dest="follow",
         action="store_true",
         help="stream node 0's logs until the job ends; exit 0 if it succeeded, 1 if not",
+    )
+    run.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        type=_override,
+        help="set a field of the file (dotted path, YAML value), validated as the file is: "
+        "compute.num_accelerators=4, env_variables.FOO=bar, max_retries=2; repeatable",
     )
     _output(run)
 
@@ -166,6 +184,15 @@ def _whole(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _override(text: str) -> Override:
+    from ..workloads.spec import Override
+
+    try:
+        return Override.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 _positive = _whole(1)

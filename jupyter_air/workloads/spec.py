@@ -20,6 +20,8 @@ import difflib
 import os
 import re
 import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -102,10 +104,13 @@ class WorkloadSpec(BaseModel):
     env_variables: dict[str, str] = Field(default_factory=dict)
 
     _lines: dict[str, int] = PrivateAttr(default_factory=dict)  # dotted field → line
+    _overridden: frozenset[str] = PrivateAttr(default_factory=frozenset)  # from --override
 
     def problem(self, path: str, message: str, hint: str | None = None) -> Problem:
         """A problem with one of the file's fields, found after loading (GPUs, a backend's
-        limits), with the field's line."""
+        limits), with the field's line — or naming the override that set it."""
+        if _is_overridden(path, self._overridden):
+            return Problem(path, message + OVERRIDDEN, hint=hint)
         return Problem(path, message, line=self._lines.get(path), hint=hint)
 
     @field_validator("experiment_name", "mlflow_run_name", "command", mode="after")
@@ -210,11 +215,17 @@ class SpecError(ValueError):
 
 
 def load_spec(
-    text: str, *, base_dir: str | os.PathLike[str] | None = None, source: str | None = None
+    text: str,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    source: str | None = None,
+    overrides: Sequence[Override] = (),
 ) -> WorkloadSpec:
-    """Parse and validate a workload file's text. Relative ``working_dir`` and local
-    ``mlflow_artifact_location`` are resolved against ``base_dir`` (the file's folder; default the
-    current folder), and ``working_dir`` must exist. Raises SpecError listing every problem."""
+    """Parse and validate a workload file's text, with ``overrides`` (``air run --override``)
+    applied on top of it. Relative ``working_dir`` and local ``mlflow_artifact_location`` are
+    resolved against ``base_dir`` (the file's folder; default the current folder), and
+    ``working_dir`` must exist. Raises SpecError listing every problem: a problem in a field an
+    override set names the override instead of a line."""
     base = Path(base_dir or os.getcwd()).resolve()
     if len(text) > MAX_SPEC_BYTES:
         raise SpecError([_too_large(len(text.encode("utf-8", "replace")))], source)
@@ -242,6 +253,9 @@ def load_spec(
             ],
             source,
         )
+    overridden = frozenset(o.path for o in overrides)
+    if overrides:
+        data = _apply_overrides(data, overrides, source)
     spec: WorkloadSpec | None = None
     try:
         spec = WorkloadSpec.model_validate(data)
@@ -252,11 +266,100 @@ def load_spec(
     if spec is not None:
         spec = _resolve_paths(spec, base)
     if problems:
+        problems = [_from_override(p, overridden) for p in problems]
         problems.sort(key=lambda p: (p.line or 0, p.path))
         raise SpecError(_unique(problems), source)
     assert spec is not None
     spec._lines = {dotted(path): line for path, line in document.lines.items() if path}
+    spec._overridden = overridden
     return spec
+
+
+# air run --override FIELD=VALUE ---------------------------------------------------------------
+OVERRIDDEN = " (from --override)"
+MAX_OVERRIDES = 100
+
+
+@dataclass(frozen=True)
+class Override:
+    """``FIELD=VALUE`` of ``air run --override``: a dotted field path and its YAML value."""
+
+    path: str
+    value: Any
+    text: str  # as given
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        """Raises ValueError saying what is wrong with ``text``."""
+        import yaml
+
+        name, equals, raw = text.partition("=")
+        name = name.strip()
+        if not equals or not name:
+            raise ValueError(f"{text!r} is not FIELD=VALUE (e.g. compute.num_accelerators=4)")
+        parts = name.split(".")
+        if not all(parts) or any(not re.fullmatch(r"[A-Za-z0-9_\-]+", p) for p in parts):
+            raise ValueError(f"{name!r} is not a dotted field path (e.g. env_variables.FOO)")
+        if not raw.strip():
+            return cls(name, "", text)
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as error:
+            raise ValueError(f"{text!r}: the value is not YAML ({error})") from None
+        return cls(name, value, text)
+
+
+def _apply_overrides(data: dict, overrides: Sequence[Override], source: str | None) -> dict:
+    import copy
+
+    data = copy.deepcopy(data)
+    for override in overrides:
+        *parents, last = override.path.split(".")
+        target = data
+        for depth, part in enumerate(parents):
+            child = target.setdefault(part, {})
+            if child is None:
+                child = target[part] = {}
+            if not isinstance(child, dict):
+                where = ".".join(parents[: depth + 1])
+                problem = Problem(
+                    override.path, f"cannot be set: {where} is not a mapping{OVERRIDDEN}"
+                )
+                raise SpecError([problem], source)
+            target = child
+        target[last] = override.value
+    return data
+
+
+def _is_overridden(path: str, overridden: frozenset[str]) -> bool:
+    return any(path == o or path.startswith(o + ".") for o in overridden)
+
+
+def _from_override(problem: Problem, overridden: frozenset[str]) -> Problem:
+    if not problem.path or not _is_overridden(problem.path, overridden):
+        return problem
+    return Problem(problem.path, problem.message + OVERRIDDEN, hint=problem.hint)
+
+
+def overrides_comment(overrides: Sequence[Override]) -> str:
+    """What is appended to the stored workload text of a job run submitted with overrides: the
+    file stays as it was submitted, the overrides follow as comments (``recorded_overrides``
+    reads them back)."""
+    if not overrides:
+        return ""
+    lines = "".join(f"#   {o.text}\n" for o in overrides)
+    return f"\n{OVERRIDES_HEADER}\n{lines}"
+
+
+OVERRIDES_HEADER = "# air run --override (applied on top of the file above):"
+
+
+def recorded_overrides(spec_yaml: str | None) -> list[str]:
+    """The ``FIELD=VALUE`` overrides a job run was submitted with (``overrides_comment``)."""
+    if not spec_yaml or OVERRIDES_HEADER not in spec_yaml:
+        return []
+    tail = spec_yaml.rsplit(OVERRIDES_HEADER, 1)[1]
+    return [line[4:] for line in tail.splitlines() if line.startswith("#   ")]
 
 
 def _too_large(size: int) -> Problem:
@@ -267,8 +370,11 @@ def _too_large(size: int) -> Problem:
     )
 
 
-def load_spec_file(path: str | os.PathLike[str]) -> tuple[WorkloadSpec, str]:
-    """``(spec, text)`` of a workload file; relative paths in it are relative to its folder."""
+def load_spec_file(
+    path: str | os.PathLike[str], overrides: Sequence[Override] = ()
+) -> tuple[WorkloadSpec, str]:
+    """``(spec, text)`` of a workload file (with ``overrides`` applied); relative paths in it
+    are relative to its folder."""
     file = Path(path)
     try:
         size = file.stat().st_size
@@ -279,7 +385,8 @@ def load_spec_file(path: str | os.PathLike[str]) -> tuple[WorkloadSpec, str]:
         raise SpecError([Problem("", "no such file")], str(path)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise SpecError([Problem("", f"cannot read it: {error}")], str(path)) from None
-    return load_spec(text, base_dir=file.resolve().parent, source=str(path)), text
+    spec = load_spec(text, base_dir=file.resolve().parent, source=str(path), overrides=overrides)
+    return spec, text
 
 
 def _problems(error: ValidationError, document: Document, data: dict) -> list[Problem]:

@@ -1,0 +1,99 @@
+"""`air run --watch / --override / --dry-run / --idempotency-key`, `air list runs --filter /
+--all-users`, `air cancel ID… / --all` and `air logs --lines / --minutes / --retry`: through the
+real CLI against a real tracking server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from workloads_support import PY, air, air_environment, wait_for, write
+
+from jupyter_air.workloads.store import JobStore
+
+
+@pytest.fixture
+def env(mlflow_server, monkeypatch, tmp_path):
+    import mlflow
+
+    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
+    return type(
+        "Env",
+        (),
+        {
+            "store": JobStore.for_data_dir(data),
+            "tmp": tmp_path,
+            "url": mlflow_server.url,
+            "client": mlflow.MlflowClient(mlflow_server.url),
+        },
+    )
+
+
+def _spec(env, name: str = "w.yaml", command: str = f"{PY} -c 'print(1)'", extra: str = ""):
+    return write(
+        env.tmp,
+        name,
+        f"experiment_name: parity-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+        f"command: {command}\n{extra}",
+    )
+
+
+def test_watch_is_follow(env):
+    spec = _spec(env, command=f"{PY} -c 'print(\"watched line\")'")
+    result = air("run", str(spec), "--watch")
+    assert result.returncode == 0, result.stderr
+    assert "watched line" in result.stdout
+    failing = _spec(env, "f.yaml", command=f"{PY} -c 'raise SystemExit(3)'")
+    assert air("run", str(failing), "--watch").returncode == 1
+    assert air("run", str(failing), "--follow").returncode == 1
+
+
+def test_override_changes_fields_with_the_same_validation(env):
+    spec = _spec(
+        env,
+        command=f'{PY} -c \'import os; print("FOO=" + os.environ["FOO"])\'',
+        extra="max_retries: 0\n",
+    )
+    text = spec.read_text()
+    result = air(
+        "run",
+        str(spec),
+        "--override",
+        "env_variables.FOO=bar",
+        "--override",
+        "max_retries=2",
+        "--override",
+        "compute.num_nodes=1",
+        "-o",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    job_id = json.loads(result.stdout)["id"]
+    job = wait_for(env.store, job_id)
+    assert job.status == "SUCCEEDED"
+    assert job.max_retries == 2 and job.spec["env_variables"] == {"FOO": "bar"}
+    assert job.spec_yaml.startswith(text)  # the file as submitted, the overrides after it
+    shown = air("get", "run", job_id)
+    assert "Overrides:   env_variables.FOO=bar  max_retries=2  compute.num_nodes=1" in shown.stdout
+    logs = air("logs", job_id)
+    assert "FOO=bar" in logs.stdout
+
+    count = env.store.count_jobs()
+    bad = air("run", str(spec), "--override", "compute.num_accelerators=100")
+    assert bad.returncode == 2
+    assert (
+        "compute.num_accelerators: must be an integer from 1 to 64 (per node) "
+        "(from --override); got 100"
+    ) in bad.stderr
+    assert "line" not in bad.stderr
+    typo = air("run", str(spec), "--override", "compute.num_acelerators=2")
+    assert typo.returncode == 2
+    assert "compute.num_acelerators: unknown field (from --override); did you mean" in typo.stderr
+    reserved = air("run", str(spec), "--override", "env_variables.NODE_RANK=3")
+    assert reserved.returncode == 2 and "(from --override)" in reserved.stderr
+    malformed = air("run", str(spec), "--override", "x")
+    assert malformed.returncode == 2
+    assert "'x' is not FIELD=VALUE" in malformed.stderr
+    into_text = air("run", str(spec), "--override", "command.x=1")
+    assert into_text.returncode == 2 and "command is not a mapping" in into_text.stderr
+    assert env.store.count_jobs() == count  # none of them created a job run
