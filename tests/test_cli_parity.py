@@ -97,3 +97,55 @@ def test_override_changes_fields_with_the_same_validation(env):
     into_text = air("run", str(spec), "--override", "command.x=1")
     assert into_text.returncode == 2 and "command is not a mapping" in into_text.stderr
     assert env.store.count_jobs() == count  # none of them created a job run
+
+
+def _nothing_created(env) -> None:
+    assert not env.store.path.exists() or env.store.count_jobs() == 0
+    jobs = env.store.data_dir / "workloads" / "jobs"
+    assert not jobs.exists() or not any(jobs.iterdir())
+
+
+def test_dry_run_checks_everything_and_creates_nothing(env, monkeypatch):
+    from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
+
+    name = f"dry-{env.tmp.name}"
+    spec = write(
+        env.tmp,
+        "w.yaml",
+        f"experiment_name: {name}\nmlflow_artifact_location: ./art\n"
+        "compute: {accelerator_type: CPU}\ncommand: train\n",
+    )
+    table = air("run", str(spec), "--dry-run", "--override", "max_retries=3")
+    assert table.returncode == 0, table.stderr
+    assert "valid; nothing was created" in table.stdout
+    assert f"Experiment:  {name} (would be created)" in table.stdout
+    assert f"Tracking:    {env.url} (reachable)" in table.stdout
+    assert "Retries:     up to 3" in table.stdout
+    plan = json.loads(air("run", str(spec), "--dry-run", "-o", "json").stdout)
+    assert plan["dry_run"] is True and plan["backend"] == "local"
+    assert plan["spec"]["command"] == "train" and plan["spec"]["experiment_name"] == name
+    assert plan["artifact_location"] == str(env.tmp / "art")
+    assert plan["experiment_id"] is None and plan["tracking_server"] == "reachable"
+    _nothing_created(env)
+    assert env.client.get_experiment_by_name(name) is None
+
+    # an existing experiment: its id and artifact location; another location is refused
+    experiment_id = env.client.create_experiment(name, artifact_location=str(env.tmp / "art"))
+    plan = json.loads(air("run", str(spec), "--dry-run", "-o", "json").stdout)
+    assert plan["experiment_id"] == experiment_id
+    moved = air("run", str(spec), "--dry-run", "--override", "mlflow_artifact_location=/elsewhere")
+    assert moved.returncode == 2 and "already exists with artifact location" in moved.stderr
+
+    # the GPU check of submit
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    gpus = air("run", str(spec), "--dry-run", "--override", "compute.accelerator_type=GPU")
+    assert gpus.returncode == 4 and "Not enough GPUs" in gpus.stderr
+
+    # no tracking server in this shell: it would be started, and is not
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    plain = air("run", str(spec), "--dry-run")
+    assert plain.returncode == 0, plain.stderr
+    assert "own MLflow server of the data folder (would be started)" in plain.stdout
+    assert ServerFiles(mlflow_folder(env.store.data_dir)).endpoint() is None
+    _nothing_created(env)
+    assert air("run", str(spec), "--dry-run", "--watch").returncode == 2

@@ -4,7 +4,10 @@ follow it with ``--watch`` (``--follow``)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from .commands_logs import follow
@@ -22,16 +25,17 @@ from .render import json_out
 if TYPE_CHECKING:
     from ..api.workloads import Job
     from ..workloads.connection import Connection
+    from ..workloads.spec import WorkloadSpec
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..tracking.experiments import ExperimentError
-    from ..workloads.capacity import CapacityError
     from ..workloads.jobs import submit
     from ..workloads.spec import MAX_OVERRIDES, SpecError, load_spec_file, overrides_comment
 
     if len(args.override) > MAX_OVERRIDES:
         raise CliError(f"at most {MAX_OVERRIDES} --override", EXIT_USAGE)
+    if args.dry_run and args.follow:
+        raise CliError("--dry-run creates no job run to --watch", EXIT_USAGE)
     try:
         spec, text = load_spec_file(args.file, args.override)
     except SpecError as error:
@@ -39,6 +43,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             problems = {"error": "invalid workload", "problems": error.to_json()}
             json_out(problems, sys.stderr, compact=True)
         raise CliError(str(error), EXIT_USAGE) from None
+    if args.dry_run:
+        return _dry_run(args, spec)
     store = open_store()
     found: list[Connection] = []
 
@@ -48,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         found.append(found_now)
         return found_now
 
-    try:
+    with _submission_errors(args.file, lambda: found[0].tracking_uri if found else None):
         job = submit(
             spec,
             store=store,
@@ -58,17 +64,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             connection=connect,
             report=lambda message: print(message, file=sys.stderr, flush=True),
         )
-    except CapacityError as error:
-        raise CliError(str(error), EXIT_CAPACITY) from None
-    except ExperimentError as error:
-        raise CliError(f"{args.file}: experiment_name: {error}", EXIT_USAGE) from None
-    except Exception as error:  # MLflow unreachable or refusing
-        if _is_mlflow_error(error) and found:
-            raise CliError(
-                f"MLflow at {found[0].tracking_uri} did not accept the experiment: {error}",
-                EXIT_NO_TRACKING,
-            ) from None
-        raise
     from ..workloads.views import job_view
 
     view = job_view(job, found[0])
@@ -79,6 +74,71 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.follow:
         return EXIT_OK
     return follow(store, job, node=0, attempt=None, level=None, q=None, output=args.output)
+
+
+@contextlib.contextmanager
+def _submission_errors(file: str, tracking_uri: Callable[[], str | None]) -> Iterator[None]:
+    """What ``submit`` (and ``dry_run``) raise, as the CLI's errors and exit codes."""
+    from ..tracking.experiments import ExperimentError
+    from ..workloads.capacity import CapacityError
+
+    try:
+        yield
+    except CapacityError as error:
+        raise CliError(str(error), EXIT_CAPACITY) from None
+    except ExperimentError as error:
+        raise CliError(f"{file}: experiment_name: {error}", EXIT_USAGE) from None
+    except Exception as error:  # MLflow unreachable or refusing
+        uri = tracking_uri()
+        if _is_mlflow_error(error) and uri:
+            raise CliError(
+                f"MLflow at {uri} did not accept the experiment: {error}", EXIT_NO_TRACKING
+            ) from None
+        raise
+
+
+def _dry_run(args: argparse.Namespace, spec: WorkloadSpec) -> int:
+    from ..workloads.dry_run import dry_run
+    from ..workloads.views import compute_text
+
+    with _submission_errors(args.file, lambda: os.environ.get("MLFLOW_TRACKING_URI")):
+        plan = dry_run(spec)
+    plan.overrides = [o.text for o in args.override]
+    if args.output == "json":
+        json_out(plan.to_dict())
+        return EXIT_OK
+    gpus = "; ".join(
+        f"node {k}: GPU {','.join(map(str, node))}" for k, node in enumerate(plan.gpus) if node
+    )
+    experiment = (
+        f"{plan.experiment_name} (id {plan.experiment_id})"
+        if plan.experiment_id
+        else f"{plan.experiment_name} (would be created)"
+    )
+    tracking = (
+        f"{plan.tracking_uri} (reachable)"
+        if plan.tracking_uri
+        else "jupyter-air's own MLflow server of the data folder (would be started)"
+    )
+    rows = [
+        ("Experiment", experiment),
+        ("Artifacts", plan.artifact_location or "(the tracking server's default)"),
+        ("Run name", spec.run_name),
+        ("Command", spec.command_text()),
+        ("Compute", compute_text(spec.compute.model_dump()) + (f" ({gpus})" if gpus else "")),
+        ("Backend", plan.backend + (f" (cluster {plan.cluster})" if plan.cluster else "")),
+        ("Tracking", tracking),
+        ("Working dir", spec.working_dir),
+        ("Retries", f"up to {spec.max_retries}"),
+        ("Timeout", f"{spec.timeout_minutes:g} min per attempt" if spec.timeout_minutes else None),
+        ("Env", " ".join(f"{k}={v}" for k, v in spec.env_variables.items())),
+        ("Overrides", "  ".join(plan.overrides)),
+    ]
+    print(f"Dry run of {args.file}: valid; nothing was created.")
+    for label, value in rows:
+        if value:
+            print(f"  {label + ':':<13}{value}")
+    return EXIT_OK
 
 
 def _is_mlflow_error(error: Exception) -> bool:

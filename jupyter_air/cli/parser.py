@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  air run workload.yaml\n  air run workload.yaml --watch\n"
         "  air run workload.yaml --override compute.num_accelerators=4 "
         "--override env_variables.LR=3e-5\n"
+        "  air run workload.yaml --dry-run --output json\n"
         "  air run workload.yaml --output json | jq -r .id",
         formatter_class=formatter,
     )
@@ -68,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_override,
         help="set a field of the file (dotted path, YAML value), validated as the file is: "
         "compute.num_accelerators=4, env_variables.FOO=bar, max_retries=2; repeatable",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check everything (spec, GPUs or cluster, tracking server, experiment) and print "
+        "what the job run would use; create nothing",
     )
     _output(run)
 

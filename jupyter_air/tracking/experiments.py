@@ -110,6 +110,19 @@ def get_or_create_experiment(
     return experiment
 
 
+def check_experiment(
+    name: str, *, artifact_location: str | None = None, client: MlflowClient | None = None
+) -> Experiment | None:
+    """The experiment called ``name`` if it exists, checked as ``get_or_create_experiment``
+    checks it (active, the same artifact location); None if it would be created. Creates
+    nothing."""
+    client = client or _client()
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        _check_usable(experiment, artifact_location)
+    return experiment
+
+
 def _get_by_id(client: MlflowClient, experiment_id: str) -> Experiment:
     from mlflow.exceptions import MlflowException
 

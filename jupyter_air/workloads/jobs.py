@@ -74,7 +74,7 @@ def submit(
 
     store = store or open_store()
     choice = choose(spec.compute.backend, environ)
-    gpus, ray = _place(spec, choice, inventory)
+    gpus, ray = place(spec, choice, inventory)
     try:
         if connection is None:
             connection = find_connection(start_embedded=True, data=store.data_dir)
@@ -97,7 +97,7 @@ def submit(
             connection.lease = None
 
 
-def _place(
+def place(
     spec: WorkloadSpec,
     choice: Choice,
     inventory: GpuInventory | Callable[[], GpuInventory] | None,
