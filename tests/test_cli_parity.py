@@ -149,3 +149,36 @@ def test_dry_run_checks_everything_and_creates_nothing(env, monkeypatch):
     assert ServerFiles(mlflow_folder(env.store.data_dir)).endpoint() is None
     _nothing_created(env)
     assert air("run", str(spec), "--dry-run", "--watch").returncode == 2
+
+
+def test_an_idempotency_key_submits_once_even_at_the_same_time(env):
+    import subprocess
+    import sys
+
+    spec = _spec(env)
+    first = air("run", str(spec), "--idempotency-key", "nightly-1", "-o", "json")
+    assert first.returncode == 0, first.stderr
+    submitted = json.loads(first.stdout)
+    assert submitted["already_submitted"] is False
+    again = air("run", str(spec), "--idempotency-key", "nightly-1")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(
+        f"Job run {submitted['id']} already submitted with this idempotency key"
+    )
+    assert env.store.count_jobs() == 1
+    assert "Idempotency: nightly-1" in air("get", "run", submitted["id"]).stdout
+
+    # two submissions at once with a new key: the store's unique index keeps one
+    command = [sys.executable, "-m", "jupyter_air.cli", "run", str(spec)]
+    command += ["--idempotency-key", "nightly-2", "-o", "json"]
+    racing = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    answers = [json.loads(p.communicate(timeout=120)[0]) for p in racing]
+    assert all(p.returncode == 0 for p in racing)
+    assert answers[0]["id"] == answers[1]["id"]
+    assert sorted(a["already_submitted"] for a in answers) == [False, True]
+    assert env.store.count_jobs() == 2
+    folders = sorted(p.name for p in (env.store.data_dir / "workloads" / "jobs").iterdir())
+    assert folders == sorted({submitted["id"], answers[0]["id"]})  # the loser's folder is gone
+    for job_id in folders:
+        wait_for(env.store, job_id)
+    assert air("run", str(spec), "--idempotency-key", "").returncode == 2

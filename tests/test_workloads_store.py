@@ -13,6 +13,7 @@ import pytest
 from jupyter_air.workloads.paths import InvalidJobId, new_job_id
 from jupyter_air.workloads.store import (
     SCHEMA_VERSION,
+    AlreadySubmitted,
     JobNotFound,
     JobStore,
     StoreError,
@@ -99,6 +100,21 @@ def test_ids_prefixes_and_listing(tmp_path):
     assert [j.id for j in store.list_jobs(experiment="x")] == [c.id, a.id]
     assert [j.id for j in store.list_jobs(limit=1, offset=1)] == [b.id]
     assert store.count_jobs(status=["SUCCEEDED", "FAILED"]) == 1
+
+
+def test_an_idempotency_key_is_unique_in_the_store(tmp_path):
+    """The unique index decides, not a look-up before the insert: a second job run with a key
+    is refused with the first one; job runs without a key are never refused."""
+    store = JobStore.for_data_dir(tmp_path)
+    first = new_job(store, idempotency_key="k")
+    with pytest.raises(AlreadySubmitted) as refused:
+        new_job(store, idempotency_key="k")
+    assert refused.value.job.id == first.id
+    new_job(store)
+    new_job(store)
+    assert store.count_jobs() == 3
+    assert store.job_by_idempotency_key("k").id == first.id
+    assert store.job_by_idempotency_key("other") is None
 
 
 WRITER = textwrap.dedent(
@@ -194,9 +210,10 @@ def test_a_store_of_the_first_schema_is_migrated_with_its_job_runs(tmp_path):
     store = JobStore.for_data_dir(tmp_path)
     job = store.get_job("0123456789ab")
     assert store.schema_version() == SCHEMA_VERSION
-    assert (job.status, job.warnings, job.tracking, job.runs_closed_at) == (
+    assert (job.status, job.warnings, job.tracking, job.runs_closed_at, job.idempotency_key) == (
         "SUCCEEDED",
         [],
+        None,
         None,
         None,
     )

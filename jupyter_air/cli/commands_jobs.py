@@ -91,6 +91,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         ("Run name", job.run_name),
         ("Command", job.command),
         ("Overrides", "  ".join(recorded_overrides(job.spec_yaml))),
+        ("Idempotency", job.idempotency_key),
         ("Compute", compute_text(job.compute) + _gpus_text(job)),
         ("Backend", _backend_text(job)),
         ("Working dir", job.working_dir),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..workloads.jobs import submit
     from ..workloads.spec import MAX_OVERRIDES, SpecError, load_spec_file, overrides_comment
+    from ..workloads.store import AlreadySubmitted
 
     if len(args.override) > MAX_OVERRIDES:
         raise CliError(f"at most {MAX_OVERRIDES} --override", EXIT_USAGE)
@@ -54,23 +55,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         found.append(found_now)
         return found_now
 
+    already = False
     with _submission_errors(args.file, lambda: found[0].tracking_uri if found else None):
-        job = submit(
-            spec,
-            store=store,
-            spec_yaml=text + overrides_comment(args.override),
-            spec_path=args.file,
-            source="cli",
-            connection=connect,
-            report=lambda message: print(message, file=sys.stderr, flush=True),
-        )
+        try:
+            job = submit(
+                spec,
+                store=store,
+                spec_yaml=text + overrides_comment(args.override),
+                spec_path=args.file,
+                source="cli",
+                connection=connect,
+                report=lambda message: print(message, file=sys.stderr, flush=True),
+                idempotency_key=args.idempotency_key,
+            )
+        except AlreadySubmitted as error:
+            job, already = error.job, True
     from ..workloads.views import job_view
 
-    view = job_view(job, found[0])
+    view = job_view(job, found[0] if found else connection(require=False))
     if args.output == "json":
-        json_out(view.model_dump(mode="json"))
+        out = view.model_dump(mode="json")
+        if args.idempotency_key:
+            out["already_submitted"] = already
+        json_out(out)
     else:
-        _print_submitted(view)
+        _print_submitted(view, already)
     if not args.follow:
         return EXIT_OK
     return follow(store, job, node=0, attempt=None, level=None, q=None, output=args.output)
@@ -148,9 +157,15 @@ def _is_mlflow_error(error: Exception) -> bool:
     )
 
 
-def _print_submitted(job: Job) -> None:
+def _print_submitted(job: Job, already: bool = False) -> None:
     links = job.links
-    print(f"Submitted job run {job.id} (experiment {job.experiment_name!r})")
+    if already:
+        print(
+            f"Job run {job.id} already submitted with this idempotency key "
+            f"({job.status}; experiment {job.experiment_name!r})"
+        )
+    else:
+        print(f"Submitted job run {job.id} (experiment {job.experiment_name!r})")
     rows = [
         ("Job", links.job),
         ("Experiment", links.experiment),

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  air run workload.yaml --override compute.num_accelerators=4 "
         "--override env_variables.LR=3e-5\n"
         "  air run workload.yaml --dry-run --output json\n"
+        "  air run workload.yaml --idempotency-key nightly-2026-12-02\n"
         "  air run workload.yaml --output json | jq -r .id",
         formatter_class=formatter,
     )
@@ -75,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check everything (spec, GPUs or cluster, tracking server, experiment) and print "
         "what the job run would use; create nothing",
+    )
+    run.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        type=_key,
+        help="submit at most once: a KEY given before returns that job run (exit 0, "
+        '"already submitted") instead of a new one',
     )
     _output(run)
 
@@ -202,5 +210,12 @@ def _override(text: str) -> Override:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _key(text: str) -> str:
+    if not text.strip() or len(text) > MAX_KEY or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"a key is 1 to {MAX_KEY} printable characters")
+    return text
+
+
+MAX_KEY = 250
 _positive = _whole(1)
 _non_negative = _whole(0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -29,7 +30,7 @@ from .connection import Connection, find_connection
 from .paths import data_dir, job_dir, new_job_id
 from .processes import kill_job_processes, spawn_detached
 from .retention import purge_logs
-from .store import ACTIVE, CANCELLED, FAILED, TERMINAL, JobRun, JobStore
+from .store import ACTIVE, CANCELLED, FAILED, TERMINAL, AlreadySubmitted, JobRun, JobStore
 
 if TYPE_CHECKING:
     from ..backends.choice import Choice
@@ -59,8 +60,13 @@ def submit(
     job_id: str | None = None,
     environ: Mapping[str, str] | None = None,
     report: Callable[[str], None] | None = None,
+    idempotency_key: str | None = None,
 ) -> JobRun:
     """Submit a validated workload; returns its job run (PENDING, supervisor started).
+
+    With an ``idempotency_key`` another job run has, raises AlreadySubmitted with that one:
+    before any check when it is in the store already, else when the store refuses the second
+    job run (two submissions at once: one job run; the other's folder is removed).
 
     In this order — the workload's own problems first: where it runs (the backend, see
     backends/choice.py: the local machine's GPUs, or the Ray cluster's nodes), then the tracking
@@ -73,6 +79,9 @@ def submit(
     from ..tracking.naming import current_user
 
     store = store or open_store()
+    existing = store.job_by_idempotency_key(idempotency_key)
+    if existing is not None:
+        raise AlreadySubmitted(existing)
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
@@ -89,7 +98,7 @@ def submit(
     try:
         return _submit(
             spec, store, connection, gpus, spec_yaml, spec_path, source, notebook, job_id,
-            environ, report, current_user(), choice,
+            environ, report, current_user(), choice, idempotency_key,
         )  # fmt: skip
     finally:
         if connection.lease is not None:  # the supervisor holds its own from now on
@@ -139,6 +148,7 @@ def _submit(
     report: Callable[[str], None] | None,
     user: str,
     choice: Choice,
+    idempotency_key: str | None,
 ) -> JobRun:
     from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
     from .tracking_calls import EMBEDDED, EXTERNAL
@@ -151,30 +161,35 @@ def _submit(
     folder.mkdir(parents=True, exist_ok=True)
     if spec_yaml is not None:
         (folder / "workload.yaml").write_text(spec_yaml, encoding="utf-8")
-    job = store.create_job(
-        id=job_id,
-        experiment_name=spec.experiment_name,
-        experiment_id=experiment_id,
-        run_name=spec.run_name,
-        command=spec.command_text(),
-        compute=spec.compute.model_dump(),
-        gpus=[[g.index for g in node] for node in gpus],
-        max_retries=spec.max_retries,
-        timeout_minutes=spec.timeout_minutes,
-        working_dir=spec.working_dir,
-        spec=spec.model_dump(),
-        spec_yaml=spec_yaml,
-        spec_path=str(Path(spec_path).resolve()) if spec_path else None,
-        source=source,
-        notebook=notebook,
-        user=user,
-        tracking_uri=connection.tracking_uri,
-        tracking=EMBEDDED if connection.embedded else EXTERNAL,
-        backend=choice.backend,
-        cluster=choice.address,
-        server_url=connection.server_url,
-        mlflow_ui=connection.mlflow_ui,
-    )
+    try:
+        job = store.create_job(
+            id=job_id,
+            experiment_name=spec.experiment_name,
+            experiment_id=experiment_id,
+            run_name=spec.run_name,
+            command=spec.command_text(),
+            compute=spec.compute.model_dump(),
+            gpus=[[g.index for g in node] for node in gpus],
+            max_retries=spec.max_retries,
+            timeout_minutes=spec.timeout_minutes,
+            working_dir=spec.working_dir,
+            spec=spec.model_dump(),
+            spec_yaml=spec_yaml,
+            spec_path=str(Path(spec_path).resolve()) if spec_path else None,
+            source=source,
+            notebook=notebook,
+            user=user,
+            tracking_uri=connection.tracking_uri,
+            tracking=EMBEDDED if connection.embedded else EXTERNAL,
+            backend=choice.backend,
+            cluster=choice.address,
+            server_url=connection.server_url,
+            mlflow_ui=connection.mlflow_ui,
+            idempotency_key=idempotency_key,
+        )
+    except AlreadySubmitted:  # another submission with the key was first
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     env = _supervisor_environment(environ or os.environ, connection, store.data_dir)
     try:
         pid = spawn_detached(

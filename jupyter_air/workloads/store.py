@@ -22,7 +22,7 @@ from typing import Any
 from ..api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # the statuses of a job run (api/enums.py), by the names the workloads code uses
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
@@ -135,12 +135,25 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         # from the times alone
         "ALTER TABLE jobs ADD COLUMN supervisor_seen_at REAL",
     ],
+    4: [
+        # air run --idempotency-key: the same key twice is the same job run (NULLs differ)
+        "ALTER TABLE jobs ADD COLUMN idempotency_key TEXT",
+        "CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key)",
+    ],
 }
 MAX_WARNINGS = 50
 
 
 class StoreError(RuntimeError):
     pass
+
+
+class AlreadySubmitted(Exception):
+    """A job run with this idempotency key exists: ``job`` (the unique index decided)."""
+
+    def __init__(self, job: JobRun) -> None:
+        super().__init__(f"job run {job.id} was already submitted with this idempotency key")
+        self.job = job
 
 
 class JobNotFound(LookupError):
@@ -238,6 +251,7 @@ class JobRun:
     backend: str | None = None
     cluster: str | None = None
     supervisor_seen_at: float | None = None
+    idempotency_key: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -334,7 +348,8 @@ class JobStore:
 
     # jobs ----------------------------------------------------------------------------------
     def create_job(self, **fields: Any) -> JobRun:
-        """Insert a job run (status PENDING). ``fields``: the columns of ``jobs``."""
+        """Insert a job run (status PENDING). ``fields``: the columns of ``jobs``. Raises
+        AlreadySubmitted when its ``idempotency_key`` is another job run's."""
         job_id = check_job_id(fields["id"])
         row = {"status": PENDING, "submitted_at": time.time(), **fields}
         for name in _JOB_JSON:
@@ -342,9 +357,22 @@ class JobStore:
                 row[name] = json.dumps(row[name])
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
-        with self._write() as conn:
-            conn.execute(f"INSERT INTO jobs ({columns}) VALUES ({marks})", row)
+        try:
+            with self._write() as conn:
+                conn.execute(f"INSERT INTO jobs ({columns}) VALUES ({marks})", row)
+        except sqlite3.IntegrityError:
+            existing = self.job_by_idempotency_key(fields.get("idempotency_key"))
+            if existing is None or existing.id == job_id:
+                raise
+            raise AlreadySubmitted(existing) from None
         return self.get_job(job_id)
+
+    def job_by_idempotency_key(self, key: str | None) -> JobRun | None:
+        if not key:
+            return None
+        with self._connect() as conn:
+            row = conn.execute("SELECT id FROM jobs WHERE idempotency_key = ?", (key,)).fetchone()
+        return self.get_job(row["id"]) if row else None
 
     def get_job(self, job_id: str, *, with_attempts: bool = True) -> JobRun:
         check_job_id(job_id)
