@@ -182,3 +182,55 @@ def test_an_idempotency_key_submits_once_even_at_the_same_time(env):
     for job_id in folders:
         wait_for(env.store, job_id)
     assert air("run", str(spec), "--idempotency-key", "").returncode == 2
+
+
+def _job_row(store, experiment, user, status, accelerators=1, kind="GPU"):
+    from jupyter_air.workloads.paths import new_job_id
+
+    job = store.create_job(
+        id=new_job_id(),
+        experiment_name=experiment,
+        run_name="r",
+        command="train",
+        compute={"num_accelerators": accelerators, "accelerator_type": kind, "num_nodes": 1},
+        max_retries=0,
+        spec={},
+        user=user,
+    )
+    store.finish_job(job.id, status, "ended")
+    return job.id
+
+
+def test_list_runs_filters_and_users(env, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_USER", "ada")
+    mine_h100 = _job_row(env.store, "nightly-a", "ada", "SUCCEEDED", 8, "H100")
+    mine_failed = _job_row(env.store, "nightly-b", "ada", "FAILED", 2)
+    mine_other = _job_row(env.store, "sweep", "ada", "SUCCEEDED", 1, "CPU")
+    theirs = _job_row(env.store, "nightly-a", "bob", "SUCCEEDED", 8, "H100")
+
+    def ids(*args):
+        result = air("list", "runs", "--all-status", *args, "-o", "json")
+        assert result.returncode == 0, result.stderr
+        return {j["id"] for j in json.loads(result.stdout)}
+
+    assert ids() == {mine_h100, mine_failed, mine_other}  # the current user's by default
+    assert ids("--all-users") == {mine_h100, mine_failed, mine_other, theirs}
+    assert ids("--filter", "user=bob") == {theirs}
+    assert ids("--filter", "experiment=nightly-*") == {mine_h100, mine_failed}
+    assert ids("--filter", "accelerator_type=h100", "--all-users") == {mine_h100, theirs}
+    assert ids("--filter", "num_accelerators=8", "--filter", "experiment=nightly-?") == {mine_h100}
+    assert ids("--filter", "status=failed") == {mine_failed}
+    assert ids("--status", "SUCCEEDED", "--experiment", "sweep") == {mine_other}
+    table = air("list", "runs", "--all-status", "--all-users")
+    assert table.stdout.splitlines()[0].split()[-1] == "USER"
+    status_only = air("list", "runs", "--filter", "status=FAILED", "-o", "json")
+    assert [j["id"] for j in json.loads(status_only.stdout)] == [mine_failed]  # no --all-status
+
+    unknown = air("list", "runs", "--filter", "gpu=8")
+    assert unknown.returncode == 2
+    assert (
+        "unknown key 'gpu'; the keys are experiment, accelerator_type, num_accelerators, "
+        "status, user" in unknown.stderr
+    )
+    assert air("list", "runs", "--filter", "num_accelerators=many").returncode == 2
+    assert air("list", "runs", "--filter", "experiment").returncode == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api.enums import JOB_ACTIVE, JobStatus
 from .common import EXIT_OK, EXIT_USAGE, CliError, checked_job, connection, open_store
@@ -25,9 +25,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     from ..workloads.jobs import list_jobs
     from ..workloads.views import compute_text, duration_s, job_json
 
+    filters, status_filter = _filters(args.filter)
+    if not args.all_users and "user" not in filters:
+        from ..tracking.naming import current_user
+
+        filters["user"] = current_user()
     statuses: list[str] | None = None
-    if args.status:
-        statuses = sorted({s.strip() for item in args.status for s in item.split(",") if s})
+    asked = [*(args.status or []), *status_filter]
+    if asked:
+        statuses = sorted({s.strip() for item in asked for s in item.split(",") if s.strip()})
         unknown = [s for s in statuses if s not in list(JobStatus)]
         if unknown:
             raise CliError(
@@ -36,7 +42,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif not args.all_status:
         statuses = ACTIVE
     store = open_store()
-    jobs = list_jobs(store, status=statuses, experiment=args.experiment, limit=args.limit)
+    jobs = list_jobs(
+        store, status=statuses, experiment=args.experiment, limit=args.limit, **filters
+    )
     if statuses == ACTIVE:  # a job that just ended is no longer active
         jobs = [j for j in jobs if j.status in JOB_ACTIVE]
     if args.output == "json":
@@ -44,7 +52,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         json_out([job_json(job, found) for job in jobs])
         return EXIT_OK
     if not jobs:
-        total = store.count_jobs(experiment=args.experiment)
+        total = store.count_jobs(experiment=args.experiment, **filters)
         what = "active " if statuses == ACTIVE else ""
         hint = " `air list runs --all-status` lists every one." if what and total else ""
         print(f"No {what}job runs.{hint}", file=sys.stderr)
@@ -62,9 +70,39 @@ def cmd_list(args: argparse.Namespace) -> int:
         ]
         for job in jobs
     ]
+    if args.all_users:
+        rows = [[*row, job.user or "?"] for row, job in zip(rows, jobs, strict=True)]
     headers = ["ID", "STATUS", "EXPERIMENT", "RUN NAME", "ATTEMPTS", "COMPUTE", "SUBMITTED"]
-    table([*headers, "DURATION"], rows)
+    table([*headers, "DURATION", *(["USER"] if args.all_users else [])], rows)
     return EXIT_OK
+
+
+def _filters(given: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``--filter KEY=VALUE`` items as ``JobStore.list_jobs`` filters, and the statuses asked."""
+    from .parser import FILTER_KEYS
+
+    filters: dict[str, Any] = {}
+    statuses: list[str] = []
+    for item in given:
+        key, equals, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not equals or not value:
+            raise CliError(f"--filter {item!r}: give KEY=VALUE", EXIT_USAGE)
+        if key not in FILTER_KEYS:
+            raise CliError(
+                f"--filter: unknown key {key!r}; the keys are {', '.join(FILTER_KEYS)}", EXIT_USAGE
+            )
+        if key == "status":
+            statuses.append(value.upper())
+        elif key == "experiment":
+            filters["experiment_glob"] = value
+        elif key == "num_accelerators":
+            if not value.isdigit():
+                raise CliError(f"--filter {item!r}: a whole number", EXIT_USAGE)
+            filters["num_accelerators"] = int(value)
+        else:
+            filters[key] = value
+    return filters, statuses
 
 
 # air get run --------------------------------------------------------------------------------

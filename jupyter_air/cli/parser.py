@@ -29,6 +29,9 @@ exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no trackin
 """
 
 
+FILTER_KEYS = ("experiment", "accelerator_type", "num_accelerators", "status", "user")
+
+
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -92,9 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     runs = what.add_parser(
         "runs",
         help="list job runs, newest first",
-        description="List job runs, newest first. By default only active ones (PENDING, RUNNING).",
+        description="List job runs, newest first. By default only active ones (PENDING, "
+        "RUNNING) of the current user.",
         epilog="examples:\n  air list runs\n  air list runs --all-status --limit 5\n"
-        "  air list runs --status FAILED --experiment my-training --output json",
+        "  air list runs --status FAILED --experiment my-training --output json\n"
+        "  air list runs --all-status --filter 'experiment=nightly-*' "
+        "--filter num_accelerators=8\n"
+        "  air list runs --all-users --filter accelerator_type=H100\n"
+        f"filter keys: {', '.join(FILTER_KEYS)}",
         formatter_class=formatter,
     )
     runs.add_argument("--all-status", action="store_true", help="job runs of every status")
@@ -106,6 +114,19 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"only this status ({', '.join(JobStatus)}); repeat or comma-separate for several",
     )
     runs.add_argument("--experiment", metavar="E", help="only job runs of this experiment")
+    runs.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only job runs whose KEY is VALUE; experiment takes a glob (nightly-*), status "
+        "implies every status; repeat for several",
+    )
+    runs.add_argument(
+        "--all-users",
+        action="store_true",
+        help="job runs of every user of this data folder (default: yours)",
+    )
     runs.add_argument(
         "--limit", metavar="N", type=_positive, default=50, help="at most N (default 50)"
     )

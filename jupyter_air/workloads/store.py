@@ -414,9 +414,11 @@ class JobStore:
         limit: int = 50,
         offset: int = 0,
         with_attempts: bool = True,
+        **more: Any,
     ) -> list[JobRun]:
-        """Job runs, newest first; ``status``: one or several statuses."""
-        where, args = _job_filter(status, experiment)
+        """Job runs, newest first; ``status``: one or several statuses; ``more``: the
+        filters of ``JobFilter`` (experiment glob, user, compute)."""
+        where, args = _job_filter(status, experiment, JobFilter(**more))
         sql = "SELECT * FROM jobs" + where + " ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?"
         args.extend([max(0, int(limit)), max(0, int(offset))])
         with self._connect() as conn:
@@ -428,9 +430,13 @@ class JobStore:
         return jobs
 
     def count_jobs(
-        self, *, status: str | Iterable[str] | None = None, experiment: str | None = None
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        experiment: str | None = None,
+        **more: Any,
     ) -> int:
-        where, args = _job_filter(status, experiment)
+        where, args = _job_filter(status, experiment, JobFilter(**more))
         sql = "SELECT COUNT(*) FROM jobs" + where
         with self._connect() as conn:
             return int(conn.execute(sql, args).fetchone()[0])
@@ -673,13 +679,36 @@ class JobStore:
 _LOG_KEY = frozenset({"job_id", "attempt", "node"})
 
 
+@dataclass(frozen=True)
+class JobFilter:
+    """What ``air list runs --filter`` selects by, besides the status and the experiment."""
+
+    experiment_glob: str | None = None  # * ? [...] as a shell matches, case-sensitive
+    user: str | None = None
+    accelerator_type: str | None = None  # any case
+    num_accelerators: int | None = None  # per node
+
+
 def _job_filter(
-    status: str | Iterable[str] | None, experiment: str | None
+    status: str | Iterable[str] | None, experiment: str | None, more: JobFilter | None = None
 ) -> tuple[str, list[str | int]]:
     """The ``WHERE`` clause (empty, or starting with a space) and its arguments for job runs of
-    ``status`` (one or several) and ``experiment``."""
+    ``status`` (one or several), ``experiment`` and ``more``."""
     where: list[str] = []
     args: list[str | int] = []
+    more = more or JobFilter()
+    if more.experiment_glob is not None:
+        where.append("experiment_name GLOB ?")
+        args.append(more.experiment_glob)
+    if more.user is not None:
+        where.append("user = ?")
+        args.append(more.user)
+    if more.accelerator_type is not None:
+        where.append("UPPER(json_extract(compute, '$.accelerator_type')) = UPPER(?)")
+        args.append(more.accelerator_type)
+    if more.num_accelerators is not None:
+        where.append("json_extract(compute, '$.num_accelerators') = ?")
+        args.append(more.num_accelerators)
     if status:
         statuses = [status] if isinstance(status, str) else list(status)
         where.append(f"status IN ({', '.join('?' * len(statuses))})")
