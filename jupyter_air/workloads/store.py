@@ -697,18 +697,16 @@ def _job_filter(
     where: list[str] = []
     args: list[str | int] = []
     more = more or JobFilter()
-    if more.experiment_glob is not None:
-        where.append("experiment_name GLOB ?")
-        args.append(more.experiment_glob)
-    if more.user is not None:
-        where.append("user = ?")
-        args.append(more.user)
-    if more.accelerator_type is not None:
-        where.append("UPPER(json_extract(compute, '$.accelerator_type')) = UPPER(?)")
-        args.append(more.accelerator_type)
-    if more.num_accelerators is not None:
-        where.append("json_extract(compute, '$.num_accelerators') = ?")
-        args.append(more.num_accelerators)
+    clauses: tuple[tuple[str | int | None, str], ...] = (
+        (more.experiment_glob, "experiment_name GLOB ?"),
+        (more.user, "user = ?"),
+        (more.accelerator_type, "UPPER(json_extract(compute, '$.accelerator_type')) = UPPER(?)"),
+        (more.num_accelerators, "json_extract(compute, '$.num_accelerators') = ?"),
+    )
+    for value, clause in clauses:
+        if value is not None:
+            where.append(clause)
+            args.append(value)
     if status:
         statuses = [status] if isinstance(status, str) else list(status)
         where.append(f"status IN ({', '.join('?' * len(statuses))})")
