@@ -234,3 +234,49 @@ def test_list_runs_filters_and_users(env, monkeypatch):
     )
     assert air("list", "runs", "--filter", "num_accelerators=many").returncode == 2
     assert air("list", "runs", "--filter", "experiment").returncode == 2
+
+
+def test_cancel_several_and_all(env, monkeypatch):
+    from workloads_support import wait_until
+
+    monkeypatch.setenv("JUPYTERHUB_USER", "ada")
+    spec = _spec(env, command=f"{PY} -c 'import time; time.sleep(120)'")
+    ids = []
+    for _ in range(3):
+        result = air("run", str(spec), "-o", "json")
+        assert result.returncode == 0, result.stderr
+        ids.append(json.loads(result.stdout)["id"])
+    for job_id in ids:
+        wait_until(lambda j=job_id: env.store.get_job(j).status == "RUNNING", 60, "running")
+    theirs = env.store.create_job(
+        id="0123456789ab", experiment_name="x", run_name="r", command="c", compute={},
+        max_retries=0, spec={}, user="bob",
+    )  # fmt: skip
+
+    unknown = air("cancel", ids[0], "ffffffffffff")
+    assert unknown.returncode == 5
+    assert env.store.get_job(ids[0]).status == "RUNNING"  # an unknown id cancels none
+    assert air("cancel").returncode == 2
+    assert air("cancel", ids[0], "--all").returncode == 2
+
+    both = air("cancel", ids[0], ids[1][:6], "-o", "json")
+    assert both.returncode == 0, both.stderr
+    assert [(j["id"], j["status"]) for j in json.loads(both.stdout)] == [
+        (ids[0], "CANCELLED"),
+        (ids[1], "CANCELLED"),
+    ]
+    assert env.store.get_job(ids[2]).status == "RUNNING"
+
+    refused = air("cancel", "--all")  # stdin is not a terminal here
+    assert refused.returncode == 2
+    assert f"--all would cancel 1 active job run ({ids[2]})" in refused.stderr
+    assert "add -y" in refused.stderr
+    assert env.store.get_job(ids[2]).status == "RUNNING"
+
+    everything = air("cancel", "--all", "-y")
+    assert everything.returncode == 0, everything.stderr
+    assert f"Cancelling job run {ids[2]}" in everything.stderr
+    assert env.store.get_job(ids[2]).status == "CANCELLED"
+    assert env.store.get_job(theirs.id).cancel_requested is None  # another user's: untouched
+    nothing = air("cancel", "--all", "-y")
+    assert nothing.returncode == 0 and "No active job runs to cancel." in nothing.stderr

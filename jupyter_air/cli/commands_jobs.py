@@ -15,7 +15,7 @@ from .render import duration_text, json_out, outcome_text, status_text, table, t
 
 if TYPE_CHECKING:
     from ..api.workloads import Job
-    from ..workloads.store import JobRun
+    from ..workloads.store import JobRun, JobStore
 
 ACTIVE = [s.value for s in JobStatus if s in JOB_ACTIVE]
 
@@ -213,23 +213,66 @@ def _source(job: JobRun) -> str:
 
 # air cancel ---------------------------------------------------------------------------------
 def cmd_cancel(args: argparse.Namespace) -> int:
-    """Cancel and wait until nothing of the job run is left (the user asked: it may block)."""
-    from ..workloads.jobs import cancel
+    """Cancel and wait until nothing of the job runs is left (the user asked: it may block).
+    Every id is resolved first: an unknown one cancels none."""
+    from ..workloads.jobs import cancel_many
     from ..workloads.views import job_json
 
+    if bool(args.ids) == bool(args.all):
+        raise CliError("give job run ids, or --all (not both)", EXIT_USAGE)
     store = open_store()
-    job = checked_job(store, args.id)
-    if job.finished:
-        if args.output == "json":
-            json_out(job_json(job))
-        else:
-            print(f"Job run {job.id} already ended {job.status}; nothing to cancel.")
-        return EXIT_OK
-    if args.output != "json":
-        print(f"Cancelling job run {job.id} ({job.status})…", file=sys.stderr, flush=True)
-    job = cancel(store, job.id)
-    if args.output == "json":
-        json_out(job_json(job))
+    if args.all:
+        jobs = _all_active(store, args)
+        if jobs is None:
+            return EXIT_OK
     else:
-        print(outcome_text(job))
+        jobs = list({job.id: job for job in (checked_job(store, i) for i in args.ids)}.values())
+    ended = [job for job in jobs if job.finished]
+    active = [job for job in jobs if not job.finished]
+    if args.output != "json":
+        for job in ended:
+            print(f"Job run {job.id} already ended {job.status}; nothing to cancel.")
+        for job in active:
+            print(f"Cancelling job run {job.id} ({job.status})…", file=sys.stderr, flush=True)
+    cancelled = {job.id: job for job in cancel_many(store, [job.id for job in active])}
+    results = [cancelled.get(job.id, job) for job in jobs]
+    if args.output == "json":
+        out = [job_json(job) for job in results]
+        json_out(out[0] if len(args.ids) == 1 else out)
+    else:
+        for job in active:
+            print(outcome_text(cancelled[job.id]))
     return EXIT_OK
+
+
+def _all_active(store: JobStore, args: argparse.Namespace) -> list[JobRun] | None:
+    """``air cancel --all``: the current user's active job runs, once confirmed (None: none,
+    or the user said no)."""
+    from ..tracking.naming import current_user
+    from ..workloads.jobs import list_jobs
+
+    jobs = list_jobs(store, status=ACTIVE, user=current_user(), limit=MAX_CANCEL_ALL)
+    jobs = [job for job in jobs if job.status in JOB_ACTIVE]
+    if not jobs:
+        print("No active job runs to cancel.", file=sys.stderr)
+        if args.output == "json":
+            json_out([])
+        return None
+    what = f"{len(jobs)} active job run{'s' if len(jobs) > 1 else ''}"
+    if args.yes:
+        return jobs
+    if not sys.stdin.isatty():
+        raise CliError(
+            f"--all would cancel {what} ({', '.join(j.id for j in jobs)}); there is no "
+            "terminal to ask on: add -y to cancel them",
+            EXIT_USAGE,
+        )
+    listed = "".join(f"\n  {j.id}  {j.status:<8} {j.experiment_name}" for j in jobs)
+    answer = input(f"Cancel {what} of {current_user()}?{listed}\n[y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        print("Nothing cancelled.", file=sys.stderr)
+        return None
+    return jobs
+
+
+MAX_CANCEL_ALL = 10_000

@@ -22,6 +22,7 @@ examples:
   air logs 3f2a --level error --grep CUDA
   air logs 3f2a --download-to ./logs    every node and attempt into ./logs/<id>/
   air cancel 3f2a                       stop it (every process of every node)
+  air cancel --all -y                   stop every active job run of yours
 
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server,
@@ -183,13 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     cancel = commands.add_parser(
         "cancel",
-        help="cancel a job run",
-        description="Cancel a job run: every node's processes get SIGTERM, then SIGKILL after "
+        help="cancel job runs",
+        description="Cancel job runs: every node's processes get SIGTERM, then SIGKILL after "
         "a grace period; the attempt's MLflow run ends KILLED. Waits until nothing is left.",
-        epilog="examples:\n  air cancel 3f2a9c1b0d4e",
+        epilog="examples:\n  air cancel 3f2a9c1b0d4e\n  air cancel 3f2a 9b1c\n"
+        "  air cancel --all          (asks first; every active job run of yours)\n"
+        "  air cancel --all -y       (without asking, e.g. in a script)",
         formatter_class=formatter,
     )
-    cancel.add_argument("id", metavar="ID", help="job run id (or a unique prefix)")
+    cancel.add_argument("ids", nargs="*", metavar="ID", help="job run ids (or unique prefixes)")
+    cancel.add_argument(
+        "--all", action="store_true", help="every active job run of the current user"
+    )
+    cancel.add_argument(
+        "-y", "--yes", action="store_true", help="do not ask before cancelling with --all"
+    )
     _output(cancel)
     from .. import agent_command
 

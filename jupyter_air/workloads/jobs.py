@@ -324,7 +324,21 @@ def cancel(store: JobStore, job_id: str, *, wait_s: float | None = None) -> JobR
     """Cancel a job run and wait until none of its processes is left (``request_cancel``, then
     up to ``wait_s``, by default ``cancel_wait_s``). A job run that already ended is returned as
     it is."""
-    job = request_cancel(store, job_id)
+    return wait_cancelled(store, request_cancel(store, job_id), wait_s=wait_s)
+
+
+def cancel_many(
+    store: JobStore, job_ids: list[str], *, wait_s: float | None = None
+) -> list[JobRun]:
+    """Cancel several job runs at once: every one asked first, then each waited for (as
+    ``cancel``), so they stop side by side."""
+    asked = [request_cancel(store, job_id) for job_id in job_ids]
+    return [wait_cancelled(store, job, wait_s=wait_s) for job in asked]
+
+
+def wait_cancelled(store: JobStore, job: JobRun, *, wait_s: float | None = None) -> JobRun:
+    """After ``request_cancel``: wait until none of the job run's processes is left (up to
+    ``wait_s``, by default ``cancel_wait_s``, then it is made sure of)."""
     if job.status in TERMINAL:
         return job
     wait_s = wait_s if wait_s is not None else cancel_wait_s()
