@@ -280,3 +280,51 @@ def test_cancel_several_and_all(env, monkeypatch):
     assert env.store.get_job(theirs.id).cancel_requested is None  # another user's: untouched
     nothing = air("cancel", "--all", "-y")
     assert nothing.returncode == 0 and "No active job runs to cancel." in nothing.stderr
+
+
+def test_logs_lines_minutes_and_retry(env):
+    import time
+
+    write(
+        env.tmp,
+        "tries.py",
+        """
+        import os, sys, time
+        if os.environ["JUPYTER_AIR_ATTEMPT"] == "1":
+            print("first try", flush=True)
+            sys.exit(1)
+        for i in range(3):
+            print(f"early {i}", flush=True)
+        time.sleep(12)
+        print("late", flush=True)
+        """,
+    )
+    spec = _spec(env, command=f"{PY} tries.py", extra="max_retries: 1\n")
+    result = air("run", str(spec), "-o", "json")
+    job_id = json.loads(result.stdout)["id"]
+    assert wait_for(env.store, job_id, timeout=120).status == "SUCCEEDED"
+
+    def texts(*args):
+        out = air("logs", job_id, *args, "-o", "json")
+        assert out.returncode == 0, out.stderr
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+    latest = texts("--retry", "-1")
+    assert [line["text"] for line in latest] == ["early 0", "early 1", "early 2", "late"]
+    assert [line["text"] for line in texts("--retry", "1")] == ["first try"]
+    assert [line["text"] for line in texts("--lines", "2")] == ["early 2", "late"]
+    assert [line["text"] for line in texts("--tail", "1", "--retry", "1")] == ["first try"]
+
+    # the lines of the last M minutes: "late" came 12 s after the others
+    from datetime import datetime
+
+    late = datetime.fromisoformat(latest[-1]["t"].replace("Z", "+00:00")).timestamp()
+    minutes = (time.time() - late + 6) / 60  # "late" and not the others, for 6 s
+    assert [line["text"] for line in texts("--minutes", f"{minutes:.4f}")] == ["late"]
+    assert len(texts("--minutes", "60")) == 4
+    assert texts("--minutes", "60", "--retry", "1")[0]["text"] == "first try"
+
+    assert air("logs", job_id, "--retry", "0").returncode == 2
+    assert air("logs", job_id, "--retry", "1", "--attempt", "1").returncode == 2
+    assert air("logs", job_id, "--minutes", "soon").returncode == 2
+    assert air("logs", job_id, "--minutes", "5", "--download-to", str(env.tmp)).returncode == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +33,21 @@ if TYPE_CHECKING:
 def cmd_logs(args: argparse.Namespace) -> int:
     from ..workloads.logquery import InvalidQuery, download_to, query_logs
 
+    if args.retry is not None:
+        if args.attempt is not None:
+            raise CliError("give --attempt or --retry, not both", EXIT_USAGE)
+        args.attempt = None if args.retry == -1 else args.retry
     store = open_store()
     job = checked_job(store, args.id)
     node = args.node if args.node is not None else 0
+    since = time.time() - args.minutes * 60 if args.minutes else None
     try:
         if args.download_to:
-            if args.follow or args.tail:
-                raise CliError("--download-to goes with neither --follow nor --tail", EXIT_USAGE)
+            if args.follow or args.tail or args.minutes:
+                raise CliError(
+                    "--download-to goes with none of --follow, --lines/--tail, --minutes",
+                    EXIT_USAGE,
+                )
             written = download_to(
                 store,
                 job.id,
@@ -63,7 +72,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         filters: dict[str, Any] = {"attempt": args.attempt, "node": node}
-        filters.update(level=args.level, q=args.grep)
+        filters.update(level=args.level, q=args.grep, since=since)
         cursor = None
         if args.tail:
             page = query_logs(store, job.id, tail=True, limit=args.tail, job=job, **filters)

@@ -16,10 +16,12 @@ examples:
   air run workload.yaml                 submit; prints the job run id and links
   air run workload.yaml --watch         submit and stream node 0's logs until it ends
   air run workload.yaml --override compute.num_accelerators=4
-  air list runs                         active job runs (--all-status: every one)
+  air list runs                         your active job runs (--all-status: every one)
+  air list runs --all-users --filter accelerator_type=H100
   air get run 3f2a9c1b0d4e              status, compute, attempts and their MLflow runs
   air logs 3f2a --follow                logs of node 0, latest attempt, as they come
   air logs 3f2a --level error --grep CUDA
+  air logs 3f2a --lines 100 --minutes 10 --retry -1
   air logs 3f2a --download-to ./logs    every node and attempt into ./logs/<id>/
   air cancel 3f2a                       stop it (every process of every node)
   air cancel --all -y                   stop every active job run of yours
@@ -153,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print a job run's logs: node 0 of the latest attempt unless told "
         "otherwise. Each line: time (UTC), level, text.",
         epilog="examples:\n  air logs 3f2a\n  air logs 3f2a --follow\n"
-        "  air logs 3f2a --node 1 --attempt 2 --tail 100\n"
+        "  air logs 3f2a --node 1 --attempt 2 --lines 100\n"
+        "  air logs 3f2a --minutes 10 --retry -1\n"
         "  air logs 3f2a --level error --grep 'out of memory'\n"
         "  air logs 3f2a --download-to ./logs     (every node and attempt unless --node/"
         "--attempt)",
@@ -162,6 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("id", metavar="ID", help="job run id (or a unique prefix)")
     logs.add_argument("--node", metavar="N", type=_non_negative, help="node (default 0)")
     logs.add_argument("--attempt", metavar="K", type=_positive, help="attempt (default: latest)")
+    logs.add_argument(
+        "--retry",
+        metavar="K",
+        type=_retry,
+        help="the same as --attempt K (1 is the first attempt); -1: the latest",
+    )
     logs.add_argument(
         "--level",
         metavar="L",
@@ -174,7 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep printing new lines until the job ends; exit 0 if it succeeded, 1 if not",
     )
-    logs.add_argument("--tail", metavar="N", type=_positive, help="only the last N lines")
+    logs.add_argument(
+        "--lines", "--tail", dest="tail", metavar="N", type=_positive, help="only the last N lines"
+    )
+    logs.add_argument(
+        "--minutes",
+        metavar="M",
+        type=_minutes,
+        help="only the lines of the last M minutes (a number; with --lines: the last N of those)",
+    )
     logs.add_argument(
         "--download-to",
         metavar="DIR",
@@ -247,5 +264,24 @@ def _key(text: str) -> str:
 
 
 MAX_KEY = 250
+
+
+def _retry(text: str) -> int:
+    value = _whole(-1)(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("attempts count from 1; -1 is the latest")
+    return value
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not 0 < value <= 10 * 365 * 24 * 60:
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive number of minutes")
+    return value
+
+
 _positive = _whole(1)
 _non_negative = _whole(0)
