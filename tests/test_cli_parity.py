@@ -236,6 +236,28 @@ def test_list_runs_filters_and_users(env, monkeypatch):
     assert air("list", "runs", "--filter", "experiment").returncode == 2
 
 
+def _answer_on_a_terminal(answer: str):
+    """``air cancel --all`` with a terminal as its stdin, typing ``answer``."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, answer.encode())
+        return subprocess.run(
+            [sys.executable, "-m", "jupyter_air.cli", "cancel", "--all"],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+
+
 def test_cancel_several_and_all(env, monkeypatch):
     from workloads_support import wait_until
 
@@ -273,10 +295,20 @@ def test_cancel_several_and_all(env, monkeypatch):
     assert "add -y" in refused.stderr
     assert env.store.get_job(ids[2]).status == "RUNNING"
 
+    kept = _answer_on_a_terminal("n\n")
+    assert "Cancel 1 active job run of ada?" in kept.stdout and ids[2] in kept.stdout
+    assert "Nothing cancelled." in kept.stderr
+    assert env.store.get_job(ids[2]).status == "RUNNING"
+    confirmed = _answer_on_a_terminal("y\n")
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert env.store.get_job(ids[2]).status == "CANCELLED"
+
+    last = json.loads(air("run", str(spec), "-o", "json").stdout)["id"]
+    wait_until(lambda: env.store.get_job(last).status == "RUNNING", 60, "running")
     everything = air("cancel", "--all", "-y")
     assert everything.returncode == 0, everything.stderr
-    assert f"Cancelling job run {ids[2]}" in everything.stderr
-    assert env.store.get_job(ids[2]).status == "CANCELLED"
+    assert f"Cancelling job run {last}" in everything.stderr
+    assert env.store.get_job(last).status == "CANCELLED"
     assert env.store.get_job(theirs.id).cancel_requested is None  # another user's: untouched
     nothing = air("cancel", "--all", "-y")
     assert nothing.returncode == 0 and "No active job runs to cancel." in nothing.stderr
