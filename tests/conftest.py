@@ -143,12 +143,25 @@ def ray_cluster():
         env=env,
         start_new_session=True,
     )
-    ready, _, _ = select.select([process.stdout], [], [], 300)
-    if not ready:
-        log = Path(temp, "cluster.log").read_text()[-3000:]
-        process.kill()
-        pytest.fail(f"the Ray cluster did not start in 300 s:\n{log}")
-    cluster = RayCluster(process, json.loads(process.stdout.readline()), temp)
+
+    def stop_all() -> None:
+        for proc in psutil.process_iter():  # what re-parented to init keeps its session
+            try:
+                if os.getsid(proc.pid) == process.pid:
+                    proc.kill()
+            except (psutil.Error, OSError):
+                continue
+        shutil.rmtree(temp, ignore_errors=True)
+
+    try:  # a start that fails or is interrupted (a test's timeout) leaves nothing running
+        ready, _, _ = select.select([process.stdout], [], [], 300)
+        if not ready:
+            log = Path(temp, "cluster.log").read_text()[-3000:]
+            pytest.fail(f"the Ray cluster did not start in 300 s:\n{log}")
+        cluster = RayCluster(process, json.loads(process.stdout.readline()), temp)
+    except BaseException:
+        stop_all()
+        raise
     yield cluster
     try:
         cluster.process.stdin.write("quit\n")
@@ -156,13 +169,7 @@ def ray_cluster():
         cluster.process.wait(timeout=60)
     except Exception:
         pass
-    for proc in psutil.process_iter():  # what re-parented to init keeps its session
-        try:
-            if os.getsid(proc.pid) == process.pid:
-                proc.kill()
-        except (psutil.Error, OSError):
-            continue
-    shutil.rmtree(temp, ignore_errors=True)
+    stop_all()
 
 
 @pytest.fixture
