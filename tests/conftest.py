@@ -114,6 +114,7 @@ def ray_cluster():
     """One real multi-node Ray cluster on loopback for the session: a head and 2 workers, each
     with 2 CPUs and 2 fake GPUs. Every Ray process it started is stopped at the end, by its
     session (never `ray stop`: that stops every Ray of every user of the machine)."""
+    import importlib.util
     import json
     import os
     import select
@@ -125,9 +126,7 @@ def ray_cluster():
 
     import psutil
 
-    try:
-        import ray  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("ray") is None:  # not imported here: this process is no driver
         pytest.fail('Ray is not installed: pip install -e ".[test,ray]" (make test does it)')
     from ray_cluster import LOOPBACK_ENV
 
@@ -143,12 +142,25 @@ def ray_cluster():
         env=env,
         start_new_session=True,
     )
-    ready, _, _ = select.select([process.stdout], [], [], 300)
-    if not ready:
-        log = Path(temp, "cluster.log").read_text()[-3000:]
-        process.kill()
-        pytest.fail(f"the Ray cluster did not start in 300 s:\n{log}")
-    cluster = RayCluster(process, json.loads(process.stdout.readline()), temp)
+
+    def stop_all() -> None:
+        for proc in psutil.process_iter():  # what re-parented to init keeps its session
+            try:
+                if os.getsid(proc.pid) == process.pid:
+                    proc.kill()
+            except (psutil.Error, OSError):
+                continue
+        shutil.rmtree(temp, ignore_errors=True)
+
+    try:  # a start that fails or is interrupted (a test's timeout) leaves nothing running
+        ready, _, _ = select.select([process.stdout], [], [], 300)
+        if not ready:
+            log = Path(temp, "cluster.log").read_text()[-3000:]
+            pytest.fail(f"the Ray cluster did not start in 300 s:\n{log}")
+        cluster = RayCluster(process, json.loads(process.stdout.readline()), temp)
+    except BaseException:
+        stop_all()
+        raise
     yield cluster
     try:
         cluster.process.stdin.write("quit\n")
@@ -156,13 +168,7 @@ def ray_cluster():
         cluster.process.wait(timeout=60)
     except Exception:
         pass
-    for proc in psutil.process_iter():  # what re-parented to init keeps its session
-        try:
-            if os.getsid(proc.pid) == process.pid:
-                proc.kill()
-        except (psutil.Error, OSError):
-            continue
-    shutil.rmtree(temp, ignore_errors=True)
+    stop_all()
 
 
 @pytest.fixture

@@ -72,7 +72,11 @@ def executed(mlflow_server, monkeypatch, tmp_path):
     client = NotebookClient(
         nb, km=km, timeout=180, resources={"metadata": {"path": str(path.parent)}}
     )
-    client.execute()
+    try:
+        client.execute()
+    finally:  # a kernel manager given to nbclient is not shut down by it
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
     nbformat.write(nb, path)  # as a person would find it saved
     return nb
 

@@ -6,6 +6,7 @@ leaves no process of the call on any node."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -21,7 +22,6 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from tracking_support import use_server
 
-from jupyter_air.launch.cluster import ClusterPlan, plan_cluster
 from jupyter_air.tracking.display import MIME_TYPE
 
 pytestmark = pytest.mark.timeout(600)  # the first test also starts the cluster
@@ -103,7 +103,11 @@ def test_two_nodes_from_a_notebook(cluster_env, tmp_path):
         kernel_name="python3", connection_file=str(tmp_path / f"kernel-{uuid.uuid4()}.json")
     )
     client = NotebookClient(nb, km=km, timeout=240, resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
+    try:
+        client.execute()
+    finally:  # a kernel manager given to nbclient is not shut down by it
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
 
     call = nb.cells[1]
     errors = [o for o in call.outputs if o.output_type == "error"]
@@ -211,21 +215,35 @@ def test_a_dying_kernel_takes_its_ranks_on_every_node_with_it(cluster_env, tmp_p
             driver.kill()
 
 
-def test_the_cluster_decides_the_gpus_per_node(ray_cluster, monkeypatch):
-    from jupyter_air.backends.ray_backend import RayBackend
+PLANS = """
+import json
+from jupyter_air.backends.ray_backend import RayBackend
+from jupyter_air.launch.cluster import plan_cluster
 
-    for name, value in ray_cluster.env().items():
-        monkeypatch.setenv(name, value)
-    backend = RayBackend(ray_cluster.address)
+backend = RayBackend()
+answers = []
+for gpus, nodes in ((None, 2), (1, 3), (4, 3), (1, 5)):
     try:
-        assert plan_cluster(None, 2, backend) == ClusterPlan(2, 2, "gpu")  # 2 fake GPUs each
-        assert plan_cluster(1, 3, backend) == ClusterPlan(3, 1, "gpu")
-        with pytest.raises(Exception, match="3 Ray nodes with 4 GPUs each are needed"):
-            plan_cluster(4, 3, backend)
-        with pytest.raises(Exception, match="it needs one Ray node per node of the call"):
-            plan_cluster(1, 5, backend)
-    finally:
-        backend.close()
+        plan = plan_cluster(gpus, nodes, backend)
+        answers.append([plan.nodes, plan.nproc, plan.kind])
+    except Exception as error:
+        answers.append(str(error))
+backend.close()
+print(json.dumps(answers))
+"""
+
+
+def test_the_cluster_decides_the_gpus_per_node(cluster_env, tmp_path):
+    # in a process of its own, as a kernel is: Ray is not connected from the test process
+    done = subprocess.run(
+        [sys.executable, "-c", PLANS], capture_output=True, text=True, cwd=tmp_path, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answers[0] == [2, 2, "gpu"]  # 2 fake GPUs on each node
+    assert answers[1] == [3, 1, "gpu"]
+    assert "3 Ray nodes with 4 GPUs each are needed" in answers[2]
+    assert "it needs one Ray node per node of the call" in answers[3]
 
 
 REMOTE = """

@@ -19,6 +19,7 @@ from ..telemetry.backends import BACKEND_CHOICES
 from ..telemetry.models import NODE_PATTERN
 from ..workloads.paths import data_dir as air_data_dir
 from ..workloads.paths import record_server
+from .cluster_agents import ClusterAgents, ray_address
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
 from .kernel_env import KernelEnvironment
@@ -103,6 +104,20 @@ class JupyterAir(ExtensionApp):
         "RAY_ADDRESS, or Ray's own discovery), or a Ray address (ray://head:10001, "
         "10.0.0.5:6379). Kernels and terminals get it as JUPYTER_AIR_CLUSTER; see "
         "docs/clusters.md.",
+    )
+
+    cluster_agents = Bool(
+        True,
+        config=True,
+        help="When cluster names a Ray cluster: keep a GPU agent on every Ray node, reporting "
+        "to this server (the GPU Resources panel's other nodes). See docs/clusters.md.",
+    )
+
+    agent_server_url = Unicode(
+        "",
+        config=True,
+        help="The URL the cluster's nodes reach this server at (its agents report there); "
+        "default: the server's own URL.",
     )
 
     log_retention_days = Float(
@@ -216,6 +231,8 @@ class JupyterAir(ExtensionApp):
             retention_days=self.log_retention_days,
             mlflow_ready=lambda: self.mlflow.ready,
         )
+        self.cluster_agents_process = ClusterAgents(data_dir)
+        IOLoop.current().add_callback(self._start_cluster_agents)
         IOLoop.current().add_callback(self.workloads.start_purging)
         IOLoop.current().add_callback(self.workloads.start_watching)
         # so that `air` in a plain shell finds this data folder
@@ -230,6 +247,24 @@ class JupyterAir(ExtensionApp):
             "mlflow": self.mlflow,
             "workloads": self.workloads,
         }
+
+    async def _start_cluster_agents(self) -> None:
+        address = ray_address(self.cluster)
+        if address is None or not self.cluster_agents:
+            return
+        serverapp = self.serverapp
+        assert serverapp is not None
+        url = self.agent_server_url or serverapp.connection_url
+        await asyncio.get_running_loop().run_in_executor(
+            None,
+            functools.partial(
+                self.cluster_agents_process.start,
+                server_url=url,
+                address=address,
+                interval_s=self.gpu_poll_interval,
+                backend=self.gpu_backend,
+            ),
+        )
 
     def _install_terminals(self) -> None:
         settings = getattr(self.serverapp, "web_app", None)
@@ -246,6 +281,9 @@ class JupyterAir(ExtensionApp):
         if record is not None:
             record.unlink(missing_ok=True)
         await self.workloads.stop()
+        agents = getattr(self, "cluster_agents_process", None)
+        if agents is not None:
+            await asyncio.get_running_loop().run_in_executor(None, agents.stop)
         await self.gpu.stop()
         await self.mlflow.close()
         await asyncio.get_running_loop().run_in_executor(None, self.mlflow.stop)

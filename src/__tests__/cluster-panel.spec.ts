@@ -4,10 +4,10 @@ import { CommandIDs } from '../commands';
 import { GpuModel } from '../gpu/model';
 import { GpuPanel } from '../gpu/panel';
 import { IRunLinker } from '../gpu/run-links';
-import { INodeSummary } from '../gpu/types';
 import {
   FakeRenderer,
   FakeServer,
+  INodeRow,
   T0,
   health,
   nodeSummary,
@@ -18,7 +18,7 @@ import {
 import { HOSTILE, advance, shown } from './helpers';
 
 /** An agent node's overview row whose GPU 1 has a health flag. */
-function flaggedNode(name: string): INodeSummary {
+function flaggedNode(name: string): INodeRow {
   const node = nodeSummary(name);
   node.gpus[1].health = health({
     xid_count: 2,
@@ -61,7 +61,7 @@ describe('GpuPanel across nodes', () => {
 
   /** Open a panel on a fake server with these agent nodes and let its first poll answer. */
   async function open(
-    agents: INodeSummary[],
+    agents: INodeRow[],
     configure: (s: FakeServer) => void = () => undefined
   ): Promise<void> {
     server = new FakeServer();

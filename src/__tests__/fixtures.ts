@@ -10,6 +10,7 @@ import {
   IGpuPayload,
   IGpuProcess,
   IGpuReading,
+  IGpuSummary,
   INodeSummary,
   ISample
 } from '../gpu/types';
@@ -89,11 +90,14 @@ export function health(overrides: Partial<IGpuHealth> = {}): IGpuHealth {
   };
 }
 
+/** A node's overview row as the server serves it: with its GPUs' list (never left out). */
+export type INodeRow = INodeSummary & { gpus: IGpuSummary[] };
+
 /** A node's overview row (2 GPUs unless given). */
 export function nodeSummary(
   node: string,
   overrides: Partial<INodeSummary> = {}
-): INodeSummary {
+): INodeRow {
   return {
     node,
     source: 'agent',
@@ -190,7 +194,7 @@ export class FakeServer {
   calls: IGpuFetchOptions[] = [];
   overviewCalls: (number | null)[] = [];
   /** Other nodes (as agents report them): their overview rows. */
-  agents: INodeSummary[] = [];
+  agents: INodeRow[] = [];
   /** Per node: what `GET gpu?node=` answers besides the samples (e.g. a stale state). */
   nodeMeta: Record<string, Partial<IGpuPayload>> = {};
   /** Each node's history, this server's under its own name. */

@@ -77,7 +77,7 @@ describe('GpuModel', () => {
     await advance(0);
     await advance(10_000);
     expect(model.samples.map(s => s.t)).toEqual([T0 - 10, T0, T0 + 10]);
-    expect(model.samples[1].gpus[0].util_pct).toBe(3);
+    expect(model.samples[1].gpus?.[0].util_pct).toBe(3);
   });
 
   it('trims the history to history_s before the newest sample', async () => {

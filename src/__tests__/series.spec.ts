@@ -6,6 +6,7 @@ import {
   gpuIndices,
   thinAligned
 } from '../gpu/series';
+import { ISample } from '../gpu/types';
 import { trans } from './helpers';
 import { T0, reading, sample } from './fixtures';
 
@@ -81,6 +82,18 @@ describe('series', () => {
     expect(gpuIndices(samples)).toEqual([0, 2]);
     expect(buildSeries(samples, 'util', 10)[0].y).toEqual([null, 87]);
     expect(buildSeries([], 'util', 10)).toEqual([]);
+  });
+
+  it('charts a sample whose GPU list is left out as a hole', () => {
+    // `gpus` has a default, so the schema lets a sample leave it out
+    const bare: ISample = { t: T0 + 10, node: 'gpu-node-1', host: {} };
+    const samples = [
+      sample(T0, [reading(0)]),
+      bare,
+      sample(T0 + 20, [reading(0)])
+    ];
+    expect(gpuIndices(samples)).toEqual([0]);
+    expect(buildSeries(samples, 'util', 10)[0].y).toEqual([87, null, 87]);
   });
 });
 

@@ -362,6 +362,36 @@ describe('WorkloadsPanel', () => {
       expect(facts()).toContain('Supervisornot seen for 42 s');
     });
 
+    it('says where the last attempt ran, the warnings, and a remote call', async () => {
+      const ray = attempt(1, {
+        backend: 'ray',
+        nodes: [
+          { ...node(0, 11, 0), host: '10.0.0.7' },
+          { ...node(1, 12, 0), host: '10.0.0.8' }
+        ]
+      });
+      await openJob(
+        job(ID, {
+          backend: 'ray',
+          cluster: '10.0.0.5:6379',
+          attempts: [ray],
+          source: 'distributed',
+          spec_path: null,
+          notebook: 'train.ipynb',
+          warnings: [
+            { t: T0_S - 90, message: 'MLflow did not answer: <b>later</b>' }
+          ]
+        })
+      );
+      const facts = q('.jp-air-wl-facts').textContent ?? '';
+      expect(facts).toContain('Runs onray (10.0.0.5:6379): 10.0.0.7, 10.0.0.8');
+      expect(facts).toContain('MLflow did not answer: <b>later</b>');
+      expect(q('.jp-air-wl-facts').querySelector('b')).toBeNull(); // text, not HTML
+      expect(q('.jp-air-wl-no-yaml').textContent).toContain(
+        '.distributed(remote=True) from train.ipynb'
+      );
+    });
+
     it('hides links an attempt does not have', async () => {
       await openJob(job(ID, { attempts: [attempt(1, { links: loose({}) })] }));
       expect(q('.jp-air-wl-attempt-run').hidden).toBe(true);

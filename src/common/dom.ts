@@ -103,8 +103,11 @@ export function setAttr(el: HTMLElement, name: string, value: string): void {
 }
 
 /** Width of a meter's fill, `0%`..`100%`, or hidden when unknown. */
-export function setMeter(fill: HTMLElement, percent: number | null): void {
-  const known = percent !== null && Number.isFinite(percent);
+export function setMeter(
+  fill: HTMLElement,
+  percent: number | null | undefined
+): void {
+  const known = typeof percent === 'number' && Number.isFinite(percent);
   setHidden(fill, !known);
   if (known) {
     const width = `${Math.min(100, Math.max(0, percent as number)).toFixed(1)}%`;

@@ -16,6 +16,7 @@ import {
   setMeter,
   setText
 } from '../common/dom';
+import { num } from '../common/text';
 import {
   formatMemory,
   formatPercent,
@@ -70,7 +71,7 @@ export class GpuCards {
     let readings: IGpuReading[] = [];
     if (hasGpuData(payload)) {
       if (latest) {
-        readings = latest.gpus;
+        readings = latest.gpus ?? [];
       } else {
         readings = Array.from(devices.values()).map(device =>
           emptyReading(device)
@@ -213,11 +214,10 @@ function updateCard(
   setText(card.util, formatPercent(trans, reading.util_pct));
   setMeter(card.utilFill, reading.util_pct);
   setText(card.mem, formatMemory(trans, reading.mem_used_mb, memTotal));
+  const memUsed = num(reading.mem_used_mb);
   setMeter(
     card.memFill,
-    reading.mem_used_mb !== null && memTotal
-      ? (reading.mem_used_mb / memTotal) * 100
-      : null
+    memUsed !== null && memTotal ? (memUsed / memTotal) * 100 : null
   );
   setText(card.temp, formatTemperature(trans, reading.temp_c));
   setText(card.power, formatPower(trans, reading.power_w, powerLimit));

@@ -19,7 +19,7 @@ export function memoryAxisMax(
     max = Math.max(max, device.mem_total_mb ?? 0);
   }
   if (max <= 0 && samples.length) {
-    for (const gpu of samples[samples.length - 1].gpus) {
+    for (const gpu of samples[samples.length - 1].gpus ?? []) {
       max = Math.max(max, gpu.mem_total_mb ?? 0);
     }
   }

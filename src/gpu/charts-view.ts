@@ -202,7 +202,7 @@ export class ChartsView {
         color: gpuColor(line.gpuIndex),
         y: thinned.ys[i]
       })),
-      yRange: yRange(metric, payload.devices, samples),
+      yRange: yRange(metric, payload.devices ?? [], samples),
       unit: METRICS[metric].unit(this._trans),
       digits: digitsOf(metric),
       missing: notAvailable(this._trans),

@@ -107,8 +107,8 @@ export function flagTexts(
 /** Two counts of one kind (`2 single-bit, 0 double-bit`), "n/a" when both are unknown. */
 function pair(
   trans: TranslationBundle,
-  a: number | null,
-  b: number | null,
+  a: number | null | undefined,
+  b: number | null | undefined,
   text: (a: string, b: string) => string
 ): string {
   if (num(a) === null && num(b) === null) {

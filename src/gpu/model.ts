@@ -43,7 +43,7 @@ export type GpuView = 'overview' | 'node' | null;
 
 /** Whether a node's answer carries GPU readings (a backend that reads GPUs). */
 export function hasGpuData(
-  payload: { backend: string | null } | null | undefined
+  payload: { backend?: string | null } | null | undefined
 ): boolean {
   return (
     !!payload && (payload.backend === 'nvml' || payload.backend === 'simulated')

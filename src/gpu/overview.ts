@@ -132,7 +132,7 @@ export class NodesOverview {
         view.flagged = this._updateNode(view, node);
         view.shown = node;
       }
-      gpus += node.gpus.length;
+      gpus += node.gpus?.length ?? 0;
       flagged += view.flagged;
       if (node.state !== 'live') {
         silent++;
@@ -281,7 +281,7 @@ export class NodesOverview {
     const keep = new Set<number>();
     const rows: HTMLElement[] = [view.headRow, view.reasonRow];
     let flagged = 0;
-    for (const gpu of noGpu ? [] : node.gpus) {
+    for (const gpu of noGpu ? [] : (node.gpus ?? [])) {
       keep.add(gpu.index);
       let row = view.gpus.get(gpu.index);
       if (!row) {

@@ -68,7 +68,7 @@ export interface ISeries {
 export function gpuIndices(samples: readonly ISample[]): number[] {
   const seen = new Set<number>();
   for (const sample of samples) {
-    for (const gpu of sample.gpus) {
+    for (const gpu of sample.gpus ?? []) {
       seen.add(gpu.index);
     }
   }
@@ -124,7 +124,7 @@ export function buildAllSeries(
     if (s < 0) {
       continue; // gap point: null everywhere
     }
-    for (const gpu of samples[s].gpus) {
+    for (const gpu of samples[s].gpus ?? []) {
       const position = slot.get(gpu.index);
       if (position === undefined || gpu.lost) {
         continue;

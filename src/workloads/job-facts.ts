@@ -54,6 +54,7 @@ export class JobFacts {
           ? trans.__('%1 min per attempt', job.timeout_minutes)
           : trans.__('none')
       ],
+      [trans.__('Runs on'), whereText(trans, job)],
       [trans.__('Working folder'), job.working_dir || NONE],
       [
         trans.__('Submitted from'),
@@ -70,6 +71,13 @@ export class JobFacts {
       facts.push([
         trans.__('Supervisor'),
         trans.__('not seen for %1 s', seconds)
+      ]);
+    }
+    for (const warning of Array.isArray(job.warnings) ? job.warnings : []) {
+      // what went wrong around the job run (MLflow unreachable, …), with its time
+      facts.push([
+        trans.__('Warning'),
+        `${formatTimeFull(warning.t) || ''} ${warning.message}`.trim()
       ]);
     }
     this._renderYaml(job);
@@ -101,7 +109,13 @@ export class JobFacts {
             '%%air_run',
             commandText(job.command)
           )
-        : trans.__('No YAML was kept for this job run.');
+        : job.source === 'distributed'
+          ? trans.__(
+              'Submitted by %1 from %2: each node runs the call the notebook sent.',
+              '.distributed(remote=True)',
+              job.notebook || trans.__('a kernel')
+            )
+          : trans.__('No YAML was kept for this job run.');
     setText(this._noYaml, noYaml);
     setHidden(this._noYaml, !noYaml);
   }
@@ -110,4 +124,17 @@ export class JobFacts {
   private readonly _yaml = h('pre', 'jp-air-wl-yaml');
   private readonly _noYaml = h('div', 'jp-air-wl-no-yaml');
   private _key = '';
+}
+
+/** The backend and, for the last attempt, its nodes' hosts: "ray (10.0.0.5:6379): 10.0.0.7, …". */
+export function whereText(trans: TranslationBundle, job: IJob): string {
+  const backend = job.backend || 'local';
+  const label = job.cluster ? `${backend} (${job.cluster})` : backend;
+  const attempts = Array.isArray(job.attempts) ? job.attempts : [];
+  const last = attempts.length ? attempts[attempts.length - 1] : undefined;
+  const hosts = (last?.nodes ?? [])
+    .map(node => node.host)
+    .filter((host): host is string => typeof host === 'string' && !!host);
+  const unique = [...new Set(hosts)];
+  return unique.length ? trans.__('%1: %2', label, unique.join(', ')) : label;
 }

@@ -1,0 +1,104 @@
+"""``.distributed(nodes=2)`` against Ray Train's ``TorchTrainer`` on a 2-node Ray cluster on
+loopback: the same hello-world function (gloo process group, one all-reduce, each rank returns
+its rank), 1 rank per node, alternated in one driver (A B A B), ``--repeat`` times each.
+
+Wall time per call, from the call to its results in the driver; medians and the ratio. Both run
+without an MLflow run (``mlflow=False``; a TorchTrainer run has none either), and both in a
+driver already connected to the cluster, as a kernel is after its first call.
+
+    python bench/ray_distributed.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+from ray_cluster import LOOPBACK_ENV  # noqa: E402
+from ray_workloads import start_cluster, stop_cluster  # noqa: E402
+
+
+def hello() -> int:
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_initialized():  # TorchTrainer sets up the group itself
+        dist.init_process_group("gloo")
+    total = torch.tensor([1.0])
+    dist.all_reduce(total)
+    assert total.item() == dist.get_world_size()
+    return dist.get_rank()
+
+
+def run_ours() -> list[int]:
+    from jupyter_air import distributed
+
+    return distributed(gpus=1, nodes=2, mlflow=False)(hello).distributed()
+
+
+def run_ray_train(storage: str) -> list[int]:
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    def loop() -> None:
+        import ray.train
+
+        ray.train.report({"rank": hello()})
+
+    trainer = TorchTrainer(
+        loop,
+        scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
+        run_config=RunConfig(storage_path=storage, name=f"hello-{time.monotonic_ns()}"),
+    )
+    result = trainer.fit()
+    return [int(result.metrics["rank"])]  # rank 0's report, as Ray Train gives it
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.update(LOOPBACK_ENV)
+    os.environ.pop("RAY_ADDRESS", None)
+    os.environ["RAY_TRAIN_V2_ENABLED"] = os.environ.get("RAY_TRAIN_V2_ENABLED", "0")
+    temp = tempfile.mkdtemp(prefix="air-ray-", dir="/tmp")
+    print("starting a 2-node Ray cluster on loopback…", flush=True)
+    cluster, address = start_cluster(temp)
+    os.environ["RAY_ADDRESS"] = address
+    try:
+        import ray
+
+        ray.init(address=address, log_to_driver=False)
+        with tempfile.TemporaryDirectory(prefix="air-bench-train-") as storage:
+            assert run_ours() == [0, 1]  # warm both once: imports, worker processes
+            run_ray_train(storage)
+            ours, theirs = [], []
+            for _ in range(args.repeat):
+                started = time.perf_counter()
+                assert run_ours() == [0, 1]
+                ours.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                run_ray_train(storage)
+                theirs.append(time.perf_counter() - started)
+        ray.shutdown()
+    finally:
+        stop_cluster(cluster)
+    a, b = statistics.median(ours), statistics.median(theirs)
+    print(f"2 nodes x 1 rank, hello world with one all-reduce, {args.repeat} calls each, medians")
+    print(f"  .distributed(nodes=2): {a:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in ours)})")
+    print(
+        f"  TorchTrainer(num_workers=2): {b:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in theirs)})"
+    )
+    print(f"  ratio .distributed / TorchTrainer: {a / b:.2f}x (target ≤ 0.5x)")
+
+
+if __name__ == "__main__":
+    main()

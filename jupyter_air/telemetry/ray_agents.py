@@ -1,0 +1,176 @@
+"""A node agent on every node of a Ray cluster: ``python -m jupyter_air.telemetry.ray_agents``.
+
+Started by the jupyter-air server when ``c.JupyterAir.cluster`` names a Ray cluster
+(server/cluster_agents.py), this process is a small Ray driver on the Jupyter host. For every
+alive Ray node it mints the node's agent token (in the server's data folder, as
+``air agent-token`` does) and places one ``RayNodeAgent`` actor there (node affinity, no CPU
+reserved) which runs the same ``NodeAgent`` as ``air agent``, reporting to the server's ingest
+endpoint. Nodes that join later get theirs at the next look (every ``--every`` seconds); a node
+that leaves takes its actor with it and shows stale, then lost, in the panel. The actors belong
+to this driver: it ends with the server (it watches its parent), and Ray ends them with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+NAMESPACE = "jupyter-air"
+log = logging.getLogger("jupyter_air.ray_agents")
+
+
+class RayNodeAgent:
+    """One node's agent, as a Ray actor: samples its node, reports to the Jupyter server."""
+
+    def __init__(
+        self, server_url: str, token: str, node: str, interval_s: float, backend: str
+    ) -> None:
+        from .. import __version__
+        from .agent import HttpSender, NodeAgent
+        from .backends import create_backend
+        from .sampler import Sampler
+
+        self.agent = NodeAgent(
+            Sampler(create_backend(backend), node=node),
+            HttpSender(server_url, token),
+            interval_s=interval_s,
+            version=__version__,
+        )
+        self.agent.start()
+
+    def state(self) -> dict[str, Any]:
+        agent = self.agent
+        return {
+            "reports": agent.reports,
+            "samples": agent.samples_taken,
+            "rejected": agent.rejected,
+            "error": agent.last_send_error,
+        }
+
+    def stop(self) -> None:
+        self.agent.stop()
+
+
+def node_names(nodes: list[dict[str, Any]]) -> dict[str, str]:
+    """Ray node id → the agent's node name: the host name, or — where several Ray nodes share
+    one host (containers, a cluster on one machine) — the host name and the id's first digits."""
+    hosts = [
+        str(n.get("NodeManagerHostname") or n.get("NodeManagerAddress") or "ray") for n in nodes
+    ]
+    names = {}
+    for node, host in zip(nodes, hosts, strict=True):
+        name = host if hosts.count(host) == 1 else f"{host}-{str(node['NodeID'])[:6]}"
+        names[str(node["NodeID"])] = _safe(name)
+    return names
+
+
+def _host(node: dict[str, Any]) -> str:
+    return str(node.get("NodeManagerHostname") or node.get("NodeManagerAddress") or "ray")
+
+
+def _safe(name: str) -> str:
+    """A name ``check_node_name`` accepts (letters, digits, ``.-_``, at most 64)."""
+    cleaned = "".join(c if c.isalnum() or c in ".-_" else "-" for c in name).strip("-.") or "ray"
+    return cleaned[:64]
+
+
+class Placer:
+    """Keeps one agent actor on every alive Ray node."""
+
+    def __init__(self, server_url: str, data_dir: str, interval_s: float, backend: str) -> None:
+        self.server_url = server_url
+        self.data_dir = data_dir
+        self.interval_s = interval_s
+        self.backend = backend
+        self.actors: dict[str, Any] = {}  # Ray node id → actor
+        self._remote: Any = None
+
+    def look(self) -> list[str]:
+        """Place an agent on every alive node that has none; the names of those placed."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from .agent_tokens import mint_token
+
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        names = node_names(alive)
+        for gone in set(self.actors) - set(names):
+            self.actors.pop(gone, None)
+        placed = []
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=0, max_restarts=0)(RayNodeAgent)
+        remote = self._remote
+        for node_id, name in sorted(names.items()):
+            if node_id in self.actors:
+                continue
+            token = mint_token(self.data_dir, name)
+            self.actors[node_id] = remote.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                name=f"air-agent-{node_id[:16]}-{os.getpid()}",
+            ).remote(self.server_url, token, name, self.interval_s, self.backend)
+            placed.append(name)
+        return placed
+
+    def stop(self) -> None:
+        import ray
+
+        refs = [actor.stop.remote() for actor in self.actors.values()]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=10)
+        self.actors.clear()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jupyter_air.telemetry.ray_agents")
+    parser.add_argument("--server", required=True, help="the Jupyter server's URL")
+    parser.add_argument("--address", required=True, help="the Ray cluster's address")
+    parser.add_argument("--data-dir", required=True, help="the server's data folder (tokens)")
+    parser.add_argument("--interval", type=float, default=10.0)
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--every", type=float, default=15.0, help="seconds between looks")
+    parser.add_argument("--parent", type=int, default=os.getppid())
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    import ray
+
+    from ..backends.ray_backend import RayBackend
+
+    stopping = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
+    RayBackend(args.address).connect()  # as the workloads' backend connects (signals kept)
+    placer = Placer(args.server, args.data_dir, args.interval, args.backend)
+    try:
+        next_look = 0.0
+        while not stopping["now"] and _alive(args.parent):
+            if time.monotonic() >= next_look:
+                try:
+                    placed = placer.look()
+                    if placed:
+                        log.info("agents placed on %s", ", ".join(placed))
+                except Exception as error:  # the cluster away for a moment: next look
+                    log.warning("could not look at the cluster's nodes: %s", error)
+                next_look = time.monotonic() + args.every
+            time.sleep(0.5)
+    finally:
+        placer.stop()
+        ray.shutdown()
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return os.getppid() == pid
+
+
+if __name__ == "__main__":
+    sys.exit(main())
