@@ -157,10 +157,11 @@ def test_start_run_waits_for_a_starting_server_and_says_so(shell, tmp_path, monk
 
     jupyter_air.load_ipython_extension(shell)
     server = EmbeddedMlflow(tmp_path / "late", start_timeout_s=150)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     readiness.forget()
-    server.start()
+    server.start()  # returns at once: its address and token are known, MLflow is starting
     try:
+        for name, value in server.env().items():  # as the server gives them to kernels
+            monkeypatch.setenv(name, value)
         started = time.monotonic()
         run_cell(shell, "import mlflow\nwith mlflow.start_run() as run:\n    pass")
         waited = time.monotonic() - started
