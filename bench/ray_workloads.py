@@ -60,7 +60,9 @@ def start_cluster(temp: str) -> tuple[subprocess.Popen[str], str]:
     )
     ready, _, _ = select.select([process.stdout], [], [], 300)
     if not ready:
-        raise RuntimeError("the Ray cluster did not start in 300 s")
+        stop_cluster(process)  # nothing of a cluster that did not start is left running
+        log = Path(temp, "ray").exists()
+        raise RuntimeError(f"the Ray cluster did not start in 300 s (Ray's logs kept: {log})")
     assert process.stdout is not None
     return process, json.loads(process.stdout.readline())["address"]
 
