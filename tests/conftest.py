@@ -113,7 +113,7 @@ class RayCluster:
 def ray_cluster():
     """One real multi-node Ray cluster on loopback for the session: a head and 2 workers, each
     with 2 CPUs and 2 fake GPUs. Every Ray process it started is stopped at the end, by its
-    session (never `ray stop`: that stops every Ray of every user of the machine)."""
+    session, never by name (a machine-wide stop would end every user's Ray on the machine)."""
     import importlib.util
     import json
     import os
