@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from fake_nvml import three_gpus
@@ -20,8 +21,12 @@ from jupyter_air.telemetry.nvml import NvmlBackend
 
 
 class Clock:
+    """The agent's and the sampler's clock: starts at the wall clock (the server prunes and
+    dates by it) and moves only when told, so samples are an interval apart as on a node, never
+    two within the same millisecond (which the server would take for one report sent twice)."""
+
     def __init__(self) -> None:
-        self.now = 100.0
+        self.now = time.time()
 
     def __call__(self) -> float:
         return self.now
@@ -52,7 +57,7 @@ def test_an_agent_idles_until_told_then_samples_and_buffers_what_it_cannot_send(
     fake = three_gpus()
     clock = Clock()
     agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=fake), node="gpu-a"), to(service), interval_s=10, clock=clock
+        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock), to(service), interval_s=10, clock=clock
     )
     assert agent.step() == 10  # nobody watches: a heartbeat, and again in one interval
     assert fake.total_calls == 0
@@ -82,7 +87,7 @@ def test_out_of_touch_for_longer_than_the_idle_timeout_it_stops_sampling(service
     fake = three_gpus()
     clock = Clock()
     agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=fake), node="gpu-a"), to(service), interval_s=10, clock=clock
+        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock), to(service), interval_s=10, clock=clock
     )
     service.poll_loop.touch()
     agent.step()
@@ -103,7 +108,7 @@ def test_out_of_touch_for_longer_than_the_idle_timeout_it_stops_sampling(service
 def test_a_refused_report_is_dropped_not_resent(service):
     clock = Clock()
     agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=three_gpus()), node="gpu-a"),
+        Sampler(NvmlBackend(nvml=three_gpus()), node="gpu-a", clock=clock),
         to(service),
         interval_s=10,
         clock=clock,
