@@ -30,5 +30,10 @@ echo "==> Galata (Chromium)"
   fi
 )
 
+# the tests on the loopback Ray cluster first, on their own: its three nodes start reliably on
+# two cores only when nothing else runs; then everything else on two workers (most of those
+# tests wait on processes they start), last, so its closing line ends the output
+echo "==> pytest: on the Ray cluster"
+python -m pytest -p no:cacheprovider -m ray
 echo "==> pytest"
-python -m pytest -p no:cacheprovider
+python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}"

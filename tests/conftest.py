@@ -7,6 +7,16 @@ import pytest
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by it
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test on the Ray cluster is marked ``ray``: ``make test`` runs them on their own
+    (a loopback cluster of three nodes does not start reliably on two cores next to other
+    tests), then everything else on two workers (``-m "not ray" -n 2``)."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
+
+
 @pytest.fixture
 def air_config() -> dict:
     """JupyterAir settings for the test server; override in a module to change them."""

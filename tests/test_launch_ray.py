@@ -86,7 +86,10 @@ def calls_processes() -> list[int]:
     found = []
     for process in psutil.process_iter(["pid"]):
         try:
-            if process.environ().get("JUPYTER_AIR_GROUP", "").startswith("call-"):
+            env = process.environ()
+            # a call's node process (PET_NNODES: the node contract), not a one-machine call's
+            # rank that another test runs at the same time
+            if env.get("JUPYTER_AIR_GROUP", "").startswith("call-") and "PET_NNODES" in env:
                 found.append(process.pid)
         except (psutil.Error, OSError):
             continue

@@ -57,7 +57,10 @@ def test_an_agent_idles_until_told_then_samples_and_buffers_what_it_cannot_send(
     fake = three_gpus()
     clock = Clock()
     agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock), to(service), interval_s=10, clock=clock
+        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock),
+        to(service),
+        interval_s=10,
+        clock=clock,
     )
     assert agent.step() == 10  # nobody watches: a heartbeat, and again in one interval
     assert fake.total_calls == 0
@@ -87,7 +90,10 @@ def test_out_of_touch_for_longer_than_the_idle_timeout_it_stops_sampling(service
     fake = three_gpus()
     clock = Clock()
     agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock), to(service), interval_s=10, clock=clock
+        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock),
+        to(service),
+        interval_s=10,
+        clock=clock,
     )
     service.poll_loop.touch()
     agent.step()
