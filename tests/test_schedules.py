@@ -278,12 +278,94 @@ def test_paused_resumed_and_deleted(env):
     (fired,) = _tick_and_wait(env, scheduler)
     assert fired.slot == T0 + 120
     triggered = scheduler.trigger(env.store.get_schedule("pausable"))
-    assert triggered.slot is None and triggered.outcome == "submitted"
+    assert triggered.schedule_id == schedule.id
+    trigger_firing = env.store.firings(schedule.id)[0]
+    assert (trigger_firing.slot, trigger_firing.job_id) == (None, triggered.id)
     assert scheduler.tick() == []  # a trigger is not a slot
     env.store.delete_schedule(schedule.id)
     clock.t = T0 + 181
     assert scheduler.tick() == []
     jobs = env.store.list_jobs(schedule="pausable")  # its job runs stay, by name
-    assert {j.id for j in jobs} == {fired.job_id, triggered.job_id}
+    assert {j.id for j in jobs} == {fired.job_id, triggered.id}
     for job in jobs:
         wait_for(env.store, job.id)
+
+
+# the air schedule command -------------------------------------------------------------------
+def test_the_schedule_commands_through_the_cli(env):
+    from workloads_support import air, air_json
+
+    path = write(
+        env.tmp,
+        "nightly.yaml",
+        f"experiment_name: sched-cli-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+        "command: echo hi\nschedule:\n  cron: '0 3 * * *'\n  overlap: queue\n",
+    )
+    made = air(
+        "schedule", "create", str(path), "--cron", "*/5 * * * *", "--timezone", "Europe/Paris",
+        "--name", "nightly",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "Created schedule nightly (" in made.stdout
+    assert "*/5 * * * * (Europe/Paris), overlap queue, catch-up latest" in made.stdout
+    assert "Next firing: 20" in made.stdout
+    taken = air("schedule", "create", str(path), "--name", "nightly")
+    assert taken.returncode == 2 and "a schedule named 'nightly' exists already" in taken.stderr
+    bad_flag = air("schedule", "create", str(path), "--cron", "every day", "--name", "x")
+    assert bad_flag.returncode == 2
+    assert "--cron: must be a cron expression of 5 fields" in bad_flag.stderr
+    assert "got 'every day'" in bad_flag.stderr
+    bad_zone = air("schedule", "create", str(path), "--timezone", "Nowhere/City", "--name", "x")
+    assert bad_zone.returncode == 2 and "--timezone: must be an IANA timezone" in bad_zone.stderr
+    broken = write(
+        env.tmp, "broken.yaml", "experiment_name: e\ncommand: x\nschedule:\n  cron: '* * *'\n"
+    )
+    in_file = air("schedule", "create", str(broken))
+    assert in_file.returncode == 2
+    assert "schedule.cron: must be a cron expression" in in_file.stderr
+    assert "(line 4)" in in_file.stderr
+    no_cron = write(env.tmp, "plain.yaml", "experiment_name: e\ncommand: x\n")
+    missing = air("schedule", "create", str(no_cron))
+    assert missing.returncode == 2 and "give --cron" in missing.stderr
+    assert [s.name for s in env.store.list_schedules()] == ["nightly"]  # nothing half-made
+
+    listed = air("schedule", "list")
+    assert listed.returncode == 0, listed.stderr
+    head, row = listed.stdout.splitlines()
+    assert head.split() == ["NAME", "CRON", "TIMEZONE", "NEXT", "FIRING", "STATE", "LAST", "RUN"]
+    assert row.startswith("nightly") and "Europe/Paris" in row and "active" in row
+    assert max(len(line) for line in listed.stdout.splitlines()) <= 80
+    (shown,) = air_json("schedule", "list")
+    assert shown["name"] == "nightly" and shown["overlap"] == "queue"
+    assert shown["next_firing_at"] % 300 == 0 and shown["last_runs"] == []
+
+    paused = air_json("schedule", "pause", "nightly")
+    assert paused["paused"] is True and paused["next_firing_at"] is None
+    assert env.store.get_schedule("nightly").paused
+    assert "paused" in air("schedule", "list").stdout
+    resumed = air("schedule", "resume", shown["id"])  # by id
+    assert resumed.returncode == 0 and "Resumed schedule nightly: next firing 20" in resumed.stdout
+
+    triggered = air_json("schedule", "trigger", "nightly")
+    job = wait_for(env.store, triggered["id"])
+    assert job.status == "SUCCEEDED" and job.schedule_name == "nightly"
+    runs = air_json("list", "runs", "--all-status", "--filter", "schedule=nightly")
+    assert [r["id"] for r in runs] == [job.id]
+    assert air_json("list", "runs", "--all-status", "--filter", f"schedule={shown['id']}")
+    assert air_json("list", "runs", "--all-status", "--filter", "schedule=other") == []
+    got = air("schedule", "get", "nightly")
+    assert got.returncode == 0
+    assert "Cron:        */5 * * * * (Europe/Paris)" in got.stdout
+    assert job.id in got.stdout and "(trigger)" in got.stdout
+    detail = air_json("schedule", "get", "nightly")
+    assert detail["spec_yaml"] == path.read_text()
+    assert detail["last_runs"][0] == {
+        "id": job.id, "status": "SUCCEEDED", "submitted_at": job.submitted_at, "link": None,
+    }  # fmt: skip
+
+    deleted = air("schedule", "delete", "nightly")
+    assert deleted.returncode == 0 and "its job runs stay" in deleted.stdout
+    gone = air("schedule", "get", "nightly")
+    assert gone.returncode == 5 and "No schedule 'nightly'" in gone.stderr
+    assert air("schedule", "trigger", "nightly").returncode == 5
+    assert air_json("list", "runs", "--all-status", "--filter", "schedule=nightly")

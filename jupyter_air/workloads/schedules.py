@@ -23,6 +23,7 @@ from .cron import next_slot, previous_slot
 from .store import ACTIVE, JobRun, JobStore, Schedule
 
 if TYPE_CHECKING:
+    from ..api.schedules import Schedule as ScheduleView
     from .capacity import GpuInventory
     from .connection import Connection
     from .spec import ScheduleSpec, WorkloadSpec
@@ -208,14 +209,21 @@ class Scheduler:
                 log.exception("jupyter-air: schedule %s could not be evaluated", schedule.name)
         return fired
 
-    def trigger(self, schedule: Schedule) -> Fired:
-        """One run now, outside the schedule's slots (paused or not, whatever runs)."""
+    def trigger(self, schedule: Schedule) -> JobRun:
+        """One job run now, outside the schedule's slots (paused or not, whatever runs);
+        raises what ``jobs.submit`` raises (the firing is recorded failed)."""
         firing = self.store.claim_firing(schedule.id, None, SUBMITTED)
         if firing is None:
             from .store import ScheduleNotFound
 
             raise ScheduleNotFound(schedule.name)
-        return self._fire(schedule, firing, None)
+        try:
+            job = self.submit(schedule)
+        except Exception as error:
+            self.store.record_firing(firing, FAILED, reason=_reason(error))
+            raise
+        self.store.record_firing(firing, SUBMITTED, job_id=job.id)
+        return job
 
     def _tick_one(self, schedule: Schedule, now: float) -> list[Fired]:
         fired: list[Fired] = []
@@ -263,7 +271,7 @@ class Scheduler:
         try:
             job = self.submit(schedule)
         except Exception as error:
-            reason = (str(error).strip() or type(error).__name__)[:2000]
+            reason = _reason(error)
             log.warning("jupyter-air: schedule %s did not fire: %s", schedule.name, reason)
             self.store.record_firing(firing_id, FAILED, reason=reason)
             return Fired(schedule.name, slot, FAILED, reason=reason)
@@ -292,9 +300,75 @@ class Scheduler:
         )
 
 
+def _reason(error: Exception) -> str:
+    return (str(error).strip() or type(error).__name__)[:2000]
+
+
 def set_paused(store: JobStore, schedule: Schedule, paused: bool, now: float) -> Schedule:
     """Pause or resume a schedule. Slots that passed while it was paused are not caught up:
     a resumed schedule fires from its next slot on."""
     if not paused and schedule.paused:
         store.pass_slot(schedule.id, previous_slot(schedule.cron, schedule.timezone, now))
     return store.set_schedule_paused(schedule.id, paused)
+
+
+# views --------------------------------------------------------------------------------------
+def schedule_view(
+    store: JobStore,
+    schedule: Schedule,
+    now: float,
+    connection: Connection | None = None,
+    *,
+    runs: int = 5,
+    firings: int = 10,
+    detail: bool = False,
+) -> ScheduleView:
+    """The API's view of a schedule: its next firing, last job runs and firings."""
+    from ..api.schedules import Schedule as View
+    from ..api.schedules import ScheduleDetail, ScheduleFiring, ScheduleRun
+
+    last = schedule_runs(store, schedule, limit=runs)
+    fields = {
+        "id": schedule.id,
+        "name": schedule.name,
+        "cron": schedule.cron,
+        "timezone": schedule.timezone,
+        "overlap": schedule.overlap,
+        "catch_up": schedule.catch_up,
+        "paused": schedule.paused,
+        "experiment_name": _experiment_name(schedule.spec_yaml),
+        "spec_path": schedule.spec_path,
+        "user": schedule.user,
+        "created_at": schedule.created_at,
+        "updated_at": schedule.updated_at,
+        "next_firing_at": next_firing(schedule, now),
+        "last_slot": schedule.last_slot,
+        "queued_slot": schedule.queued_slot,
+        "last_runs": [
+            ScheduleRun(
+                id=job.id,
+                status=job.status,
+                submitted_at=job.submitted_at,
+                link=connection.job_link(job.id) if connection is not None else None,
+            )
+            for job in last
+        ],
+        "firings": [
+            ScheduleFiring.model_validate(f, from_attributes=True)
+            for f in store.firings(schedule.id, limit=firings)
+        ],
+    }
+    if detail:
+        return ScheduleDetail.model_validate({**fields, "spec_yaml": schedule.spec_yaml})
+    return View.model_validate(fields)
+
+
+def _experiment_name(spec_yaml: str) -> str | None:
+    import yaml
+
+    try:
+        data = yaml.safe_load(spec_yaml)
+    except yaml.YAMLError:
+        return None
+    name = data.get("experiment_name") if isinstance(data, dict) else None
+    return str(name) if name is not None else None
