@@ -369,3 +369,73 @@ def test_the_schedule_commands_through_the_cli(env):
     assert gone.returncode == 5 and "No schedule 'nightly'" in gone.stderr
     assert air("schedule", "trigger", "nightly").returncode == 5
     assert air_json("list", "runs", "--all-status", "--filter", "schedule=nightly")
+
+
+# the Jupyter server: its task fires them, its API serves them -------------------------------
+@pytest.fixture
+def air_config(tmp_path) -> dict:
+    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(tmp_path / "air")}
+
+
+@pytest.fixture
+def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+
+
+async def test_the_jupyter_server_fires_due_schedules_and_serves_them(
+    jp_fetch, jp_serverapp, air_config, tmp_path
+):
+    import asyncio
+    import json
+    import time
+
+    from tornado.httpclient import HTTPClientError
+
+    store = JobStore.for_data_dir(air_config["data_dir"])
+    path = write(
+        tmp_path, "served.yaml",
+        f"experiment_name: sched-served-{tmp_path.name}\ncompute: {{accelerator_type: CPU}}\n"
+        "command: echo hi\n",
+    )  # fmt: skip
+    spec, text = load_spec_file(path)
+    schedule = create_schedule(
+        store, name="served", settings=ScheduleSpec(cron="* * * * *"), spec_yaml=text,
+        spec_path=str(path),
+    )  # fmt: skip
+    # made ten minutes ago: its latest slot is due (catch_up latest) at the server's next tick
+    with store._write() as conn:
+        conn.execute(
+            "UPDATE schedules SET created_at = ? WHERE id = ?", (time.time() - 600, schedule.id)
+        )
+    deadline = time.monotonic() + 60
+    while not store.list_jobs(schedule=schedule.id) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    (job,) = store.list_jobs(schedule=schedule.id)
+    assert job.schedule_name == "served" and job.source == "schedule"
+
+    answer = json.loads((await jp_fetch("air", "api", "schedules")).body)
+    (shown,) = answer["schedules"]
+    assert shown["next_firing_at"] > time.time() - 1 and shown["next_firing_at"] % 60 == 0
+    assert shown["last_runs"][0]["id"] == job.id
+    assert shown["last_runs"][0]["link"].endswith(f"lab?air-workload={job.id}")
+    assert shown["firings"][0]["outcome"] == "submitted"
+    paused = await jp_fetch("air", "api", "schedules", "served", "pause", method="POST", body=b"")
+    assert json.loads(paused.body)["paused"] is True and store.get_schedule("served").paused
+    for method, parts in (
+        ("GET", ("schedules",)),
+        ("POST", ("schedules", "served", "resume")),
+        ("POST", ("schedules", "served", "trigger")),
+        ("DELETE", ("schedules", "served")),
+    ):
+        with pytest.raises(HTTPClientError) as denied:
+            await jp_fetch(
+                "air", "api", *parts, method=method, headers={"Authorization": ""},
+                **({"body": b""} if method == "POST" else {}),
+            )  # fmt: skip
+        assert denied.value.code == 403, parts
+    assert store.get_schedule("served").paused  # nothing was done
+    with pytest.raises(HTTPClientError) as missing:
+        await jp_fetch("air", "api", "schedules", "nope")
+    assert missing.value.code == 404
+    await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job.id)
