@@ -4,11 +4,12 @@ clock (slots a minute or more apart, no waiting for them)."""
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 import threading
 
 import pytest
-from workloads_support import air_environment, wait_for, write
+from workloads_support import PY, air_environment, wait_for, write
 
 from jupyter_air.workloads.schedules import (
     Scheduler,
@@ -153,7 +154,7 @@ def test_overlap_action():
 def test_a_schedule_fires_every_minute_by_the_clock(env, mlflow_server):
     import mlflow
 
-    schedule = _schedule(env, "every-minute")
+    schedule = _schedule(env, "every-minute", overlap="allow")  # no waiting between slots
     clock = Clock(T0 + 30)
     scheduler = Scheduler(env.store, now=clock)
     assert scheduler.tick() == []
@@ -161,7 +162,6 @@ def test_a_schedule_fires_every_minute_by_the_clock(env, mlflow_server):
     (fired,) = scheduler.tick()
     assert (fired.slot, fired.outcome) == (T0 + 60, "submitted")
     assert scheduler.tick() == []  # the same slot once
-    assert wait_for(env.store, fired.job_id).status == "SUCCEEDED"
     clock.t = T0 + 125
     (second,) = scheduler.tick()
     assert (second.slot, second.outcome) == (T0 + 120, "submitted"), second.reason
@@ -221,9 +221,9 @@ def test_overlap_skip_and_queue_while_the_previous_run_runs(env):
 def test_catch_up_after_a_server_restart(env):
     latest = _schedule(env, "latest", cron="*/10 * * * *", catch_up="latest")
     none = _schedule(env, "none", cron="*/10 * * * *", catch_up="none")
-    before = Scheduler(env.store, now=Clock(T0 + 601))
-    fired = _tick_and_wait(env, before)
-    assert {f.schedule: f.slot for f in fired} == {"latest": T0 + 600, "none": T0 + 600}
+    # a server fired the slot of T0 + 600 for both, then stopped
+    for schedule in (latest, none):
+        assert env.store.claim_firing(schedule.id, T0 + 600, "submitted") is not None
     # no server for 45 minutes: a new one (a new scheduler on the same store) 5 min after a slot
     after = Scheduler(env.store, now=Clock(T0 + 3000 + 300))
     (caught,) = _tick_and_wait(env, after)
@@ -231,36 +231,50 @@ def test_catch_up_after_a_server_restart(env):
     assert after.tick() == []
     assert env.store.get_schedule(none.id).last_slot == T0 + 3000  # passed, not fired
     assert [f.slot for f in env.store.firings(none.id)] == [T0 + 600]
-    assert len(schedule_runs(env.store, latest)) == 2
-    assert len(schedule_runs(env.store, none)) == 1
+    assert len(schedule_runs(env.store, latest)) == 1
+    assert schedule_runs(env.store, none) == []
     assert due_firings(env.store.get_schedule(none.id), T0 + 3000, T0 + 3600 + 5) == [T0 + 3600]
 
 
 def test_two_servers_on_one_data_folder_fire_each_slot_once(env):
     schedule = _schedule(env, "raced")
     clock = Clock(T0)
-    # two servers: each its own store object (own connections) and scheduler on the same file
-    servers = [Scheduler(JobStore(env.store.path), now=clock) for _ in range(2)]
+    # four servers: each its own store object (own connections) and scheduler on the same file
+    servers = [Scheduler(JobStore(env.store.path), now=clock) for _ in range(4)]
+    clock.t = T0 + 61
+    barrier = threading.Barrier(len(servers))
     fired: list = []
-    for minute in (1, 2):
-        clock.t = T0 + 60 * minute + 1
-        barrier = threading.Barrier(2)
 
-        def run(scheduler: Scheduler, barrier: threading.Barrier) -> None:
-            barrier.wait(timeout=30)
-            fired.extend(scheduler.tick())
+    def run(scheduler: Scheduler) -> None:
+        barrier.wait(timeout=30)
+        fired.extend(scheduler.tick())
 
-        threads = [threading.Thread(target=run, args=(s, barrier)) for s in servers]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=120)
-        for f in fired:
-            wait_for(env.store, f.job_id)
-    assert sorted(f.slot for f in fired) == [T0 + 60, T0 + 120]
-    assert {f.outcome for f in fired} == {"submitted"}
-    jobs = schedule_runs(env.store, schedule)
-    assert len(jobs) == 2 and len(env.store.firings(schedule.id)) == 2
+    threads = [threading.Thread(target=run, args=(s,)) for s in servers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert [(f.slot, f.outcome) for f in fired] == [(T0 + 60, "submitted")]
+    (job,) = schedule_runs(env.store, schedule)
+    assert job.id == fired[0].job_id and len(env.store.firings(schedule.id)) == 1
+    wait_for(env.store, job.id)
+
+    # two processes claiming the same 300 slots at once: each slot is claimed once in all
+    claim = (
+        "import sys; from jupyter_air.workloads.store import JobStore; "
+        "s = JobStore(sys.argv[1]); "
+        f"print(sum(s.claim_firing(sys.argv[2], {T0} + 60 * k, 'skipped') is not None "
+        "for k in range(1000, 1300)))"
+    )
+    racers = [
+        subprocess.Popen(
+            [PY, "-c", claim, str(env.store.path), schedule.id], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    claimed = [int(p.communicate(timeout=120)[0]) for p in racers]
+    assert sum(claimed) == 300, claimed
+    assert len(env.store.firings(schedule.id, limit=1000)) == 301
 
 
 def test_paused_resumed_and_deleted(env):
