@@ -363,6 +363,8 @@ def test_the_schedule_commands_through_the_cli(env):
     triggered = air_json("schedule", "trigger", "nightly")
     job = wait_for(env.store, triggered["id"])
     assert job.status == "SUCCEEDED" and job.schedule_name == "nightly"
+    assert (triggered["schedule_id"], triggered["schedule_name"]) == (shown["id"], "nightly")
+    assert f"Schedule:    nightly ({shown['id']})" in air("get", "run", job.id).stdout
     runs = air_json("list", "runs", "--all-status", "--filter", "schedule=nightly")
     assert [r["id"] for r in runs] == [job.id]
     assert air_json("list", "runs", "--all-status", "--filter", f"schedule={shown['id']}")

@@ -224,6 +224,9 @@ export interface IJob {
   source: string | null;
   notebook: string | null;
   user: string | null;
+  /** the schedule that fired it (air schedule) */
+  schedule_id: string | null;
+  schedule_name: string | null;
   /** unix seconds */
   submitted_at: number;
   started_at: number | null;
@@ -300,6 +303,9 @@ export interface IJobDetail {
   source: string | null;
   notebook: string | null;
   user: string | null;
+  /** the schedule that fired it (air schedule) */
+  schedule_id: string | null;
+  schedule_name: string | null;
   /** unix seconds */
   submitted_at: number;
   started_at: number | null;
