@@ -69,7 +69,8 @@ export default defineConfig([
             '../mlflow/run-renderer',
             '../workloads/job-model',
             '../workloads/model',
-            '../workloads/panel'
+            '../workloads/panel',
+            '../workloads/schedules-model'
           ]
         }
       ],

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from telemetry_support import telemetry_config
 from workloads_support import PY, wait_for
 
-from jupyter_air.api import endpoints, gpu, logs, mlflow, workloads
+from jupyter_air.api import endpoints, gpu, logs, mlflow, schedules, workloads
 from jupyter_air.server.gpu_handlers import gpu_handlers
 from jupyter_air.server.mlflow_handlers import mlflow_handlers
 from jupyter_air.server.workload_handlers import workload_handlers
@@ -137,6 +137,14 @@ async def test_every_answer_of_a_real_server_is_what_its_model_allows(
     client.log_metric(run.info.run_id, "loss", float("nan"))  # not JSON: served as null
     client.log_metric(run.info.run_id, "accuracy", 0.5)
     token = mint_token(data, "gpu-1")
+    from jupyter_air.workloads.schedules import create_schedule
+    from jupyter_air.workloads.spec import ScheduleSpec
+
+    schedule = create_schedule(
+        store, name="contract", settings=ScheduleSpec(cron="0 3 * * *"), spec_yaml=JOB,
+        spec_path=None,
+    )  # fmt: skip
+    one = f"air/api/schedules/{schedule.id}"
 
     async def answer(model, *parts, code=200, **kwargs) -> dict:
         response = await jp_fetch(*parts, **kwargs)
@@ -186,6 +194,24 @@ async def test_every_answer_of_a_real_server_is_what_its_model_allows(
             workloads.Job,
             {"path": f"air/api/workloads/{job.id}/cancel", "method": "POST", "body": b""},
         ),
+        ("GET", "air/api/schedules", schedules.SchedulesPage, {}),
+        ("GET", "air/api/schedules/{id}", schedules.ScheduleDetail, {"path": one}),
+        (
+            "POST", "air/api/schedules/{id}/pause", schedules.Schedule,
+            {"path": f"{one}/pause", "method": "POST", "body": b""},
+        ),
+        (
+            "POST", "air/api/schedules/{id}/resume", schedules.Schedule,
+            {"path": f"{one}/resume", "method": "POST", "body": b""},
+        ),
+        (
+            "POST", "air/api/schedules/{id}/trigger", workloads.Job,
+            {"path": f"{one}/trigger", "method": "POST", "body": b""},
+        ),
+        (
+            "DELETE", "air/api/schedules/{id}", schedules.Schedule,
+            {"path": one, "method": "DELETE"},
+        ),
     ]  # fmt: skip
     bodies = {}
     for method, path, model, options in calls:
@@ -206,3 +232,13 @@ async def test_every_answer_of_a_real_server_is_what_its_model_allows(
     levels = {line["level"] for line in bodies["air/api/workloads/{id}/logs"]["lines"]}
     assert levels == {"info", "warning"}
     assert bodies["air/api/telemetry/ingest"]["accepted"] == 0
+    (listed,) = bodies["air/api/schedules"]["schedules"]
+    assert listed["name"] == "contract" and listed["next_firing_at"] is not None
+    assert bodies["air/api/schedules/{id}/pause"]["paused"] is True
+    assert bodies["air/api/schedules/{id}/resume"]["paused"] is False
+    fired = bodies["air/api/schedules/{id}/trigger"]
+    assert store.get_job(fired["id"]).schedule_id == schedule.id
+    deleted = bodies["air/api/schedules/{id}"]  # DELETE's answer: the schedule as it was
+    assert [(f["slot"], f["job_id"]) for f in deleted["firings"]] == [(None, fired["id"])]
+    assert store.list_schedules() == []
+    await asyncio.get_running_loop().run_in_executor(None, wait_for, store, fired["id"])

@@ -230,7 +230,7 @@ def test_list_runs_filters_and_users(env, monkeypatch):
     assert unknown.returncode == 2
     assert (
         "unknown key 'gpu'; the keys are experiment, accelerator_type, num_accelerators, "
-        "status, user" in unknown.stderr
+        "status, user, schedule" in unknown.stderr
     )
     assert air("list", "runs", "--filter", "num_accelerators=many").returncode == 2
     assert air("list", "runs", "--filter", "experiment").returncode == 2

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from . import gpu, logs, mlflow, workloads
+from . import gpu, logs, mlflow, schedules, workloads
 
 # the authorizer's resources: a deployment can grant one area and not another
 GPU = "air-gpu"
@@ -88,6 +88,30 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "GET", "air/api/workloads/{id}/logs/download", LOGS,
         "every matching line, as a file", None,
+    ),
+    Endpoint(
+        "GET", "air/api/schedules", WORKLOADS,
+        "every schedule: next firing, last runs and firings", schedules.SchedulesPage,
+    ),
+    Endpoint(
+        "GET", "air/api/schedules/{id}", WORKLOADS,
+        "one schedule (by id or name), with its workload YAML", schedules.ScheduleDetail,
+    ),
+    Endpoint(
+        "DELETE", "air/api/schedules/{id}", WORKLOADS,
+        "remove the schedule (its job runs stay); answers it as it was", schedules.Schedule,
+    ),
+    Endpoint(
+        "POST", "air/api/schedules/{id}/pause", WORKLOADS,
+        "stop firing until resumed", schedules.Schedule,
+    ),
+    Endpoint(
+        "POST", "air/api/schedules/{id}/resume", WORKLOADS,
+        "fire again from the next slot", schedules.Schedule,
+    ),
+    Endpoint(
+        "POST", "air/api/schedules/{id}/trigger", WORKLOADS,
+        "one job run now, outside the slots", workloads.Job, status=201,
     ),
 )  # fmt: skip
 

@@ -103,6 +103,8 @@ class Job(ApiModel):
     source: str | None = Field(None, description="'cli', 'magic', …")
     notebook: str | None = None
     user: str | None = None
+    schedule_id: str | None = Field(None, description="the schedule that fired it (air schedule)")
+    schedule_name: str | None = None
     submitted_at: UnixTime
     started_at: UnixTime | None = None
     ended_at: UnixTime | None = None

@@ -2,10 +2,11 @@
 
 ``air run`` submits a workload YAML as a job run (detached: it goes on when the shell closes);
 ``air list runs``, ``air get run``, ``air logs`` and ``air cancel`` read and act on the job store
-of jupyter-air's data folder. Tables for people, ``--output json`` for scripts (the REST API's
-models, ``jupyter_air.api``). Exit codes: 0 ok (a followed job succeeded), 1 the job failed or
-was cancelled, 2 usage or spec error, 3 no tracking server, 4 not enough GPUs, 5 no such job
-run, 6 no access to the logs, 130 interrupted.
+of jupyter-air's data folder; ``air schedule`` runs a workload on a cron schedule. Tables for
+people, ``--output json`` for scripts (the REST API's models, ``jupyter_air.api``). Exit codes:
+0 ok (a followed job succeeded), 1 the job failed or was cancelled, 2 usage or spec error, 3 no
+tracking server, 4 not enough GPUs, 5 no such job run or schedule, 6 no access to the logs, 130
+interrupted.
 
 The parser is ``parser.py``, the commands ``commands_*.py``, what they print ``render.py``.
 """
@@ -50,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .commands_jobs import cmd_cancel, cmd_get, cmd_list
     from .commands_logs import cmd_logs
     from .commands_run import cmd_run
+    from .commands_schedule import cmd_schedule
 
     args = build_parser().parse_args(argv)
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
@@ -62,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "get": cmd_get,
         "logs": cmd_logs,
         "cancel": cmd_cancel,
+        "schedule": cmd_schedule,
         **agent_command.HANDLERS,
     }
     try:

@@ -130,6 +130,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         ("Command", job.command),
         ("Overrides", "  ".join(recorded_overrides(job.spec_yaml))),
         ("Idempotency", job.idempotency_key),
+        ("Schedule", f"{job.schedule_name} ({job.schedule_id})" if job.schedule_id else None),
         ("Compute", compute_text(job.compute) + _gpus_text(job)),
         ("Backend", _backend_text(job)),
         ("Working dir", job.working_dir),

@@ -25,14 +25,16 @@ examples:
   air logs 3f2a --download-to ./logs    every node and attempt into ./logs/<id>/
   air cancel 3f2a                       stop it (every process of every node)
   air cancel --all -y                   stop every active job run of yours
+  air schedule create w.yaml --cron "0 3 * * *" --timezone Europe/Paris --name nightly
+  air schedule list                     schedules, their next firing and last run
 
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server,
-4 not enough GPUs, 5 no such job run, 6 no access to the logs, 130 interrupted.
+4 not enough GPUs, 5 no such job run or schedule, 6 no access to the logs, 130 interrupted.
 """
 
 
-FILTER_KEYS = ("experiment", "accelerator_type", "num_accelerators", "status", "user")
+FILTER_KEYS = ("experiment", "accelerator_type", "num_accelerators", "status", "user", "schedule")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,10 +219,75 @@ def build_parser() -> argparse.ArgumentParser:
         "-y", "--yes", action="store_true", help="do not ask before cancelling with --all"
     )
     _output(cancel)
+    _schedule_parsers(commands, formatter)
     from .. import agent_command
 
     agent_command.add_parsers(commands)
     return parser
+
+
+def _schedule_parsers(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    formatter: type[argparse.HelpFormatter],
+) -> None:
+    schedule = commands.add_parser(
+        "schedule",
+        help="run a workload on a cron schedule",
+        description="Schedules: a workload YAML run on a cron schedule, each firing an "
+        "ordinary job run tagged with the schedule. They fire from the Jupyter server with "
+        "jupyter-air of this data folder while one runs. A schedule is given by its id or its "
+        "unique name.",
+        epilog="examples:\n"
+        '  air schedule create w.yaml --cron "0 3 * * *" --timezone Europe/Paris --name nightly\n'
+        "  air schedule create w.yaml            (the file's schedule: block)\n"
+        "  air schedule list\n  air schedule get nightly\n  air schedule pause nightly\n"
+        "  air schedule resume nightly\n  air schedule trigger nightly   (one run now)\n"
+        "  air schedule delete nightly\n"
+        "  air list runs --all-status --filter schedule=nightly",
+        formatter_class=formatter,
+    )
+    verbs = schedule.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    create = verbs.add_parser(
+        "create",
+        help="schedule a workload YAML",
+        description="Schedule a workload YAML. The options override the file's schedule: "
+        "block (cron, timezone, overlap, catch_up).",
+        formatter_class=formatter,
+    )
+    create.add_argument("file", metavar="FILE", help="the workload YAML")
+    create.add_argument("--cron", metavar="EXPR", help="when, e.g. '0 3 * * *' (5 fields)")
+    create.add_argument(
+        "--timezone", metavar="TZ", help="the cron's timezone, e.g. Europe/Paris (default UTC)"
+    )
+    create.add_argument(
+        "--overlap",
+        choices=("skip", "queue", "allow"),
+        help="while the previous run still runs: skip the slot (default), queue it (one at "
+        "most), or allow it",
+    )
+    create.add_argument(
+        "--catch-up",
+        dest="catch_up",
+        choices=("latest", "none"),
+        help="slots missed while no server ran: run the latest (default) or none",
+    )
+    create.add_argument("--name", help="a unique name (default: the file's name without .yaml)")
+    create.add_argument("--paused", action="store_true", help="create it paused")
+    _output(create)
+    listing = verbs.add_parser("list", help="every schedule, its next firing and last run")
+    _output(listing)
+    helps = {
+        "get": "a schedule: settings, next firing, last runs and firings",
+        "pause": "fire no more until resumed",
+        "resume": "fire again from the next slot (slots passed while paused are not run)",
+        "delete": "remove the schedule (its job runs stay)",
+        "trigger": "one job run now, outside the schedule's slots",
+    }
+    for verb, text in helps.items():
+        parser = verbs.add_parser(verb, help=text, description=text[0].upper() + text[1:] + ".")
+        parser.add_argument("id", metavar="NAME|ID", help="the schedule's name or id")
+        _output(parser)
 
 
 def _output(parser: argparse.ArgumentParser) -> None:

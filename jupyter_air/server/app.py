@@ -127,6 +127,13 @@ class JupyterAir(ExtensionApp):
         "are kept regardless.",
     )
 
+    schedules = Bool(
+        True,
+        config=True,
+        help="Fire the data folder's schedules (air schedule) from this server. Several servers "
+        "on one data folder fire each slot once.",
+    )
+
     @default("data_dir")
     def _default_data_dir(self) -> str:
         return str(air_data_dir(follow_servers=False))
@@ -230,11 +237,15 @@ class JupyterAir(ExtensionApp):
             tracking_uri=lambda: self.mlflow.tracking_uri,
             retention_days=self.log_retention_days,
             mlflow_ready=lambda: self.mlflow.ready,
+            tracking_token=lambda: self.mlflow.token,
+            tracking_embedded=lambda: self.mlflow.process is not None,
         )
         self.cluster_agents_process = ClusterAgents(data_dir)
         IOLoop.current().add_callback(self._start_cluster_agents)
         IOLoop.current().add_callback(self.workloads.start_purging)
         IOLoop.current().add_callback(self.workloads.start_watching)
+        if self.schedules:
+            IOLoop.current().add_callback(self.workloads.start_scheduling)
         # so that `air` in a plain shell finds this data folder
         self._server_record: Path | None = None
         try:

@@ -1,6 +1,7 @@
 """REST handlers for workloads (job runs) and their logs.
 
-Resources for the authorizer: ``air-workloads`` (list, read, cancel job runs) and ``air-logs``
+Resources for the authorizer: ``air-workloads`` (list, read, cancel job runs; list, read, pause,
+resume, trigger and delete schedules) and ``air-logs``
 (read and download their logs). Access to an experiment does not include access to logs: a
 deployment grants ``air-logs`` separately. A custom authorizer that decides per job run finds
 its id as ``handler.workload_id`` (set before authorisation). Paths are built by the job store
@@ -40,6 +41,7 @@ UNREADABLE_LOGS = (
 )
 MAX_WAIT_S = 30.0
 _JOB_ID = r"(?P<workload_id>[^/]+)"
+_SCHEDULE = r"(?P<schedule_id>[^/]+)"
 T = TypeVar("T")
 
 
@@ -221,8 +223,90 @@ def _bounded_float(raw: str | None, low: float, high: float, name: str) -> float
     return value
 
 
+class _ScheduleBase(_WorkloadBase):
+    """Schedules (``air schedule``): the ``air-workloads`` resource; a custom authorizer finds
+    the schedule's id or name as ``handler.schedule_id``."""
+
+    schedule_id: str | None = None
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        self.schedule_id = (self.path_kwargs or {}).get("schedule_id")
+        await super().prepare(*args, **kwargs)
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        from ..workloads.capacity import CapacityError
+        from ..workloads.connection import NoTrackingServer
+        from ..workloads.spec import SpecError
+        from ..workloads.store import ScheduleNotFound
+
+        try:
+            return await super()._call(fn, *args, **kwargs)
+        except ScheduleNotFound:
+            raise tornado.web.HTTPError(
+                404, f"No schedule {self.schedule_id!r} on this server"
+            ) from None
+        except SpecError as error:
+            raise tornado.web.HTTPError(
+                400, f"the schedule's workload is no longer valid: {error}"
+            ) from None
+        except CapacityError as error:
+            raise tornado.web.HTTPError(409, str(error)) from None
+        except NoTrackingServer as error:
+            raise tornado.web.HTTPError(503, str(error)) from None
+
+
+class SchedulesHandler(_ScheduleBase):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish((await self._call(self.service.schedules)).model_dump_json())
+
+
+class ScheduleHandler(_ScheduleBase):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, schedule_id: str) -> None:
+        self.finish((await self._call(self.service.schedule, schedule_id)).model_dump_json())
+
+    @tornado.web.authenticated
+    @authorized
+    async def delete(self, schedule_id: str) -> None:
+        answer = await self._call(self.service.delete_schedule, schedule_id)
+        self.finish(answer.model_dump_json())
+
+
+class SchedulePauseHandler(_ScheduleBase):
+    paused = True
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, schedule_id: str) -> None:
+        answer = await self._call(self.service.pause_schedule, schedule_id, self.paused)
+        self.finish(answer.model_dump_json())
+
+
+class ScheduleResumeHandler(SchedulePauseHandler):
+    paused = False
+
+
+class ScheduleTriggerHandler(_ScheduleBase):
+    """One job run now (201 with it), submitted as ``air run`` submits it."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, schedule_id: str) -> None:
+        job = await self._call(self.service.trigger_schedule, schedule_id)
+        self.set_status(201)
+        self.finish(job.model_dump_json())
+
+
 def workload_handlers() -> list[tuple[str, type]]:
     return [
+        (r"/air/api/schedules", SchedulesHandler),
+        (rf"/air/api/schedules/{_SCHEDULE}", ScheduleHandler),
+        (rf"/air/api/schedules/{_SCHEDULE}/pause", SchedulePauseHandler),
+        (rf"/air/api/schedules/{_SCHEDULE}/resume", ScheduleResumeHandler),
+        (rf"/air/api/schedules/{_SCHEDULE}/trigger", ScheduleTriggerHandler),
         (r"/air/api/workloads", WorkloadsHandler),
         (rf"/air/api/workloads/{_JOB_ID}", WorkloadHandler),
         (rf"/air/api/workloads/{_JOB_ID}/cancel", WorkloadCancelHandler),

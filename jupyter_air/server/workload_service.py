@@ -26,9 +26,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from ..api.logs import LogPage
+    from ..api.schedules import Schedule as ScheduleView
+    from ..api.schedules import ScheduleDetail, SchedulesPage
     from ..api.workloads import Job, JobDetail, WorkloadsPage
     from ..workloads.connection import Connection
     from ..workloads.retention import PurgeReport
+    from ..workloads.schedules import Fired, Scheduler
     from ..workloads.store import JobStore
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,8 @@ class WorkloadService:
         retention_days: float = 60.0,
         mlflow_ready: Callable[[], bool] = lambda: True,
         workers: int = WORKERS,
+        tracking_token: Callable[[], str | None] = lambda: None,
+        tracking_embedded: Callable[[], bool] = lambda: False,
     ) -> None:
         self.data_dir = data_dir
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -59,11 +64,15 @@ class WorkloadService:
         self._tracking_uri = tracking_uri
         self.retention_days = retention_days
         self._mlflow_ready = mlflow_ready
+        self._tracking_token = tracking_token
+        self._tracking_embedded = tracking_embedded
         self._store: JobStore | None = None
+        self._scheduler: Scheduler | None = None
         # threads start on the first call, not here
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="air-workloads")
         self._purger: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._scheduling: asyncio.Task[None] | None = None
         self.reconciled: list[str] = []  # what the passes said (the last few), for people
         self.watch_passes = 0
 
@@ -227,8 +236,97 @@ class WorkloadService:
         log.info("jupyter-air: MLflow runs of ended job runs: %s", said)
         return said
 
+    # schedules -----------------------------------------------------------------------------
+    @property
+    def scheduler(self) -> Scheduler:
+        """Fires the data folder's schedules; their job runs use this server's tracking
+        server."""
+        if self._scheduler is None:
+            from ..workloads.schedules import Scheduler
+
+            self._scheduler = Scheduler(self.store, connection=self._submit_connection)
+        return self._scheduler
+
+    def schedules(self) -> SchedulesPage:
+        from ..api.schedules import SchedulesPage
+        from ..workloads.schedules import MAX_SCHEDULES, schedule_view
+
+        now, connection = time.time(), self._connection()
+        found = self.store.list_schedules(limit=MAX_SCHEDULES)
+        return SchedulesPage(
+            schedules=[schedule_view(self.store, s, now, connection) for s in found]
+        )
+
+    def schedule(self, text: str) -> ScheduleDetail:
+        from ..api.schedules import ScheduleDetail
+        from ..workloads.schedules import schedule_view
+
+        view = schedule_view(
+            self.store, self.store.get_schedule(text), time.time(), self._connection(),
+            detail=True,
+        )  # fmt: skip
+        assert isinstance(view, ScheduleDetail)
+        return view
+
+    def pause_schedule(self, text: str, paused: bool) -> ScheduleView:
+        from ..workloads.schedules import schedule_view, set_paused
+
+        now = time.time()
+        schedule = set_paused(self.store, self.store.get_schedule(text), paused, now)
+        return schedule_view(self.store, schedule, now, self._connection())
+
+    def delete_schedule(self, text: str) -> ScheduleView:
+        """The schedule as it was; its job runs stay."""
+        from ..workloads.schedules import schedule_view
+
+        schedule = self.store.get_schedule(text)
+        view = schedule_view(self.store, schedule, time.time(), self._connection())
+        self.store.delete_schedule(schedule.id)
+        return view
+
+    def trigger_schedule(self, text: str) -> Job:
+        from ..workloads.views import job_view
+
+        job = self.scheduler.trigger(self.store.get_schedule(text))
+        return job_view(job, self._connection())
+
+    def _submit_connection(self) -> Connection:
+        from ..workloads.connection import HOW_TO_FIX, NoTrackingServer
+
+        connection = self._connection()
+        if not connection.tracking_uri:
+            raise NoTrackingServer(HOW_TO_FIX)
+        connection.token = self._tracking_token()
+        connection.embedded = self._tracking_embedded()
+        return connection
+
+    def start_scheduling(self, every_s: float | None = None) -> None:
+        """On the running loop: fire the schedules that are due (``workloads/schedules.py``),
+        every ``TICK_EVERY_S`` unless told."""
+        if self._scheduling is None:
+            from ..workloads.schedules import TICK_EVERY_S
+
+            every = TICK_EVERY_S if every_s is None else every_s
+            self._scheduling = asyncio.get_running_loop().create_task(
+                self._schedule_loop(every), name="jupyter-air-schedules"
+            )
+
+    async def _schedule_loop(self, every_s: float) -> None:
+        while True:
+            try:
+                fired: list[Fired] = await self.call(self.scheduler.tick)
+                for firing in fired:
+                    log.info(
+                        "jupyter-air: schedule %s, slot %s: %s %s",
+                        firing.schedule, firing.slot, firing.outcome,
+                        firing.job_id or firing.reason or "",
+                    )  # fmt: skip
+            except Exception:  # never let it take the server down
+                log.exception("jupyter-air: firing the schedules failed")
+            await asyncio.sleep(every_s)
+
     async def stop(self) -> None:
-        for name in ("_purger", "_watcher"):
+        for name in ("_purger", "_watcher", "_scheduling"):
             task = getattr(self, name)
             setattr(self, name, None)
             if task is not None:

@@ -30,7 +30,16 @@ from .connection import Connection, find_connection
 from .paths import data_dir, job_dir, new_job_id
 from .processes import kill_job_processes, spawn_detached
 from .retention import purge_logs
-from .store import ACTIVE, CANCELLED, FAILED, TERMINAL, AlreadySubmitted, JobRun, JobStore
+from .store import (
+    ACTIVE,
+    CANCELLED,
+    FAILED,
+    TERMINAL,
+    AlreadySubmitted,
+    JobRun,
+    JobStore,
+    Schedule,
+)
 
 if TYPE_CHECKING:
     from ..backends.choice import Choice
@@ -61,8 +70,10 @@ def submit(
     environ: Mapping[str, str] | None = None,
     report: Callable[[str], None] | None = None,
     idempotency_key: str | None = None,
+    schedule: Schedule | None = None,
 ) -> JobRun:
-    """Submit a validated workload; returns its job run (PENDING, supervisor started).
+    """Submit a validated workload; returns its job run (PENDING, supervisor started), tagged
+    with the ``schedule`` that fired it, if any.
 
     With an ``idempotency_key`` another job run has, raises AlreadySubmitted with that one:
     before any check when it is in the store already, else when the store refuses the second
@@ -98,7 +109,7 @@ def submit(
     try:
         return _submit(
             spec, store, connection, gpus, spec_yaml, spec_path, source, notebook, job_id,
-            environ, report, current_user(), choice, idempotency_key,
+            environ, report, current_user(), choice, idempotency_key, schedule,
         )  # fmt: skip
     finally:
         if connection.lease is not None:  # the supervisor holds its own from now on
@@ -149,6 +160,7 @@ def _submit(
     user: str,
     choice: Choice,
     idempotency_key: str | None,
+    schedule: Schedule | None = None,
 ) -> JobRun:
     from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
     from .tracking_calls import EMBEDDED, EXTERNAL
@@ -186,6 +198,8 @@ def _submit(
             server_url=connection.server_url,
             mlflow_ui=connection.mlflow_ui,
             idempotency_key=idempotency_key,
+            schedule_id=schedule.id if schedule else None,
+            schedule_name=schedule.name if schedule else None,
         )
     except AlreadySubmitted:  # another submission with the key was first
         shutil.rmtree(folder, ignore_errors=True)

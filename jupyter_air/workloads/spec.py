@@ -11,6 +11,7 @@ max_retries: 2
 timeout_minutes: 60                   # per attempt
 working_dir: .                        # default: the YAML file's folder
 env_variables: {LR: "3e-5"}
+schedule: {cron: "0 3 * * *", timezone: Europe/Paris}  # air schedule create (optional)
 ```
 """
 
@@ -40,6 +41,7 @@ MAX_ENV_VARIABLES = 1000
 MAX_TEXT = 64 * 1024  # a command, an environment variable's value
 MAX_NAME = 250  # MLflow's limit for a run name
 MAX_COMMAND_ITEMS = 10_000
+MAX_CRON = 200
 
 Accelerators = Annotated[int, Field(strict=True, gt=0, le=MAX_ACCELERATORS)]
 Nodes = Annotated[int, Field(strict=True, gt=0, le=MAX_NODES)]
@@ -88,6 +90,33 @@ class Compute(BaseModel):
         return self.accelerator_type != "CPU"
 
 
+class ScheduleSpec(BaseModel):
+    """When ``air schedule create`` runs the workload: a cron expression in a timezone, what to
+    do when the previous run still runs (``overlap``) and with slots missed while no Jupyter
+    server ran (``catch_up``). ``air run`` ignores it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cron: Annotated[str, Field(strict=True, min_length=1, max_length=MAX_CRON)]
+    timezone: Annotated[str, Field(strict=True, min_length=1, max_length=MAX_NAME)] = "UTC"
+    overlap: Literal["skip", "queue", "allow"] = "skip"
+    catch_up: Literal["latest", "none"] = "latest"
+
+    @field_validator("cron", mode="after")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        from .cron import check_cron
+
+        return check_cron(value)
+
+    @field_validator("timezone", mode="after")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        from .cron import check_timezone
+
+        return check_timezone(value)
+
+
 class WorkloadSpec(BaseModel):
     """A workload as submitted: one job run, each attempt a new MLflow run in the experiment."""
 
@@ -102,6 +131,7 @@ class WorkloadSpec(BaseModel):
     timeout_minutes: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_MINUTES)] | None = None
     working_dir: Text | None = None
     env_variables: dict[str, str] = Field(default_factory=dict)
+    schedule: ScheduleSpec | None = None
 
     _lines: dict[str, int] = PrivateAttr(default_factory=dict)  # dotted field → line
     _overridden: frozenset[str] = PrivateAttr(default_factory=frozenset)  # from --override
@@ -184,11 +214,24 @@ FIELD_HELP: dict[str, str] = {
     "timeout_minutes": f"must be a positive number of minutes, at most {MAX_TIMEOUT_MINUTES}",
     "working_dir": "must be a folder path (a non-empty string)",
     "env_variables": f"must be a mapping of NAME: value (at most {MAX_ENV_VARIABLES})",
+    "schedule": "must be a mapping with cron, timezone, overlap, catch_up",
+    "schedule.cron": (
+        "must be a cron expression of 5 fields (minute hour day-of-month month day-of-week, "
+        "e.g. '0 3 * * *') or @hourly, @daily, @weekly, @monthly, @yearly"
+    ),
+    "schedule.timezone": "must be an IANA timezone such as UTC or Europe/Paris",
+    "schedule.overlap": (
+        "must be skip, queue or allow (what a firing does while the previous run still runs)"
+    ),
+    "schedule.catch_up": (
+        "must be latest (after downtime, run the latest missed slot) or none (wait for the next)"
+    ),
 }
 
 REQUIRED_HELP = {
     "experiment_name": "required: the MLflow experiment to put the runs in",
     "command": "required: the command to run (e.g. torchrun --nproc_per_node=2 train.py)",
+    "schedule.cron": "required: when to run, as a cron expression (e.g. '0 3 * * *')",
 }
 
 
@@ -428,7 +471,7 @@ def _unknown(loc: tuple, document: Document) -> Problem:
     path = dotted(loc)
     name = str(loc[-1])
     parent = loc[:-1]
-    model: type[BaseModel] = Compute if parent == ("compute",) else WorkloadSpec
+    model: type[BaseModel] = _SECTIONS.get(parent, WorkloadSpec)
     choices = list(model.model_fields)
     hint = ""
     match = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
@@ -441,6 +484,9 @@ def _unknown(loc: tuple, document: Document) -> Problem:
     if not hint:
         hint = "valid fields: " + ", ".join(choices)
     return Problem(path, "unknown field", line=document.line_of(loc), hint=hint)
+
+
+_SECTIONS: dict[tuple, type[BaseModel]] = {("compute",): Compute, ("schedule",): ScheduleSpec}
 
 
 def _env_problems(data: dict, document: Document) -> list[Problem]:

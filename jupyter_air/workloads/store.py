@@ -22,7 +22,7 @@ from typing import Any
 from ..api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # the statuses of a job run (api/enums.py), by the names the workloads code uses
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
@@ -140,6 +140,40 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE jobs ADD COLUMN idempotency_key TEXT",
         "CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key)",
     ],
+    5: [
+        # air schedule: workloads run on a cron schedule by the Jupyter server
+        """CREATE TABLE schedules (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            cron TEXT NOT NULL,
+            timezone TEXT NOT NULL,
+            overlap TEXT NOT NULL DEFAULT 'skip',     -- skip | queue | allow
+            catch_up TEXT NOT NULL DEFAULT 'latest',  -- latest | none
+            paused INTEGER NOT NULL DEFAULT 0,
+            spec_yaml TEXT NOT NULL,                  -- the workload file as submitted
+            spec_path TEXT,
+            user TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            last_slot INTEGER,                        -- the latest slot fired or passed
+            queued_slot INTEGER                       -- overlap queue: the slot waiting
+        )""",
+        # one row per slot: the unique key is what makes two servers fire a slot once
+        # (a trigger's slot is NULL: NULLs differ)
+        """CREATE TABLE schedule_firings (
+            schedule_id TEXT NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
+            slot INTEGER,
+            fired_at REAL NOT NULL,
+            outcome TEXT NOT NULL,                    -- submitted | skipped | queued | failed
+            job_id TEXT,
+            reason TEXT,
+            UNIQUE (schedule_id, slot)
+        )""",
+        "CREATE INDEX schedule_firings_time ON schedule_firings (schedule_id, fired_at DESC)",
+        "ALTER TABLE jobs ADD COLUMN schedule_id TEXT",
+        "ALTER TABLE jobs ADD COLUMN schedule_name TEXT",
+        "CREATE INDEX jobs_schedule ON jobs (schedule_id, submitted_at DESC)",
+    ],
 }
 MAX_WARNINGS = 50
 
@@ -154,6 +188,18 @@ class AlreadySubmitted(Exception):
     def __init__(self, job: JobRun) -> None:
         super().__init__(f"job run {job.id} was already submitted with this idempotency key")
         self.job = job
+
+
+class ScheduleNotFound(LookupError):
+    def __init__(self, text: str) -> None:
+        super().__init__(f"No schedule {text!r} in the job store (give its id or its name)")
+        self.text = text
+
+
+class ScheduleExists(StoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a schedule named {name!r} exists already: give another --name")
+        self.name = name
 
 
 class JobNotFound(LookupError):
@@ -252,6 +298,8 @@ class JobRun:
     cluster: str | None = None
     supervisor_seen_at: float | None = None
     idempotency_key: str | None = None
+    schedule_id: str | None = None
+    schedule_name: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -264,6 +312,42 @@ class JobRun:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Schedule:
+    """A workload run on a cron schedule (``workloads/schedules.py`` fires it)."""
+
+    id: str
+    name: str
+    cron: str
+    timezone: str
+    overlap: str  # skip | queue | allow
+    catch_up: str  # latest | none
+    paused: bool
+    spec_yaml: str
+    spec_path: str | None
+    user: str | None
+    created_at: float
+    updated_at: float
+    last_slot: int | None  # the latest slot fired (or passed, catch_up none)
+    queued_slot: int | None  # overlap queue: the slot waiting for the previous run to end
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Firing:
+    """What a schedule did for one slot (``slot`` None: ``air schedule trigger``)."""
+
+    id: int
+    schedule_id: str
+    slot: int | None
+    fired_at: float
+    outcome: str  # submitted | skipped | queued | failed
+    job_id: str | None
+    reason: str | None
 
 
 _JOB_JSON = ("compute", "gpus", "spec", "warnings")
@@ -520,6 +604,135 @@ class JobStore:
             conn.execute("DELETE FROM nodes WHERE job_id = ?", (job_id,))
             conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
 
+    # schedules -------------------------------------------------------------------------------
+    def create_schedule(self, **fields: Any) -> Schedule:
+        """Insert a schedule (``fields``: the columns of ``schedules``); raises ScheduleExists
+        when its name is taken."""
+        now = time.time()
+        row = {"created_at": now, "updated_at": now, **fields}
+        row["paused"] = int(bool(row.get("paused", False)))
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        try:
+            with self._write() as conn:
+                conn.execute(f"INSERT INTO schedules ({columns}) VALUES ({marks})", row)
+        except sqlite3.IntegrityError:
+            raise ScheduleExists(str(fields["name"])) from None
+        return self.get_schedule(str(fields["id"]))
+
+    def get_schedule(self, text: str) -> Schedule:
+        """A schedule by its id, else by its name."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM schedules WHERE id = ?", (text,)).fetchone()
+            if row is None:
+                row = conn.execute("SELECT * FROM schedules WHERE name = ?", (text,)).fetchone()
+        if row is None:
+            raise ScheduleNotFound(text)
+        return _schedule(row)
+
+    def list_schedules(self, *, paused: bool | None = None, limit: int = 1000) -> list[Schedule]:
+        """Schedules by name; ``paused``: only paused (True) or only active (False) ones."""
+        sql, args = "SELECT * FROM schedules", [max(0, int(limit))]
+        if paused is not None:
+            sql += f" WHERE paused = {int(paused)}"
+        with self._connect() as conn:
+            return [_schedule(row) for row in conn.execute(sql + " ORDER BY name LIMIT ?", args)]
+
+    def set_schedule_paused(self, schedule_id: str, paused: bool) -> Schedule:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE schedules SET paused = ?, updated_at = ? WHERE id = ?",
+                (int(paused), time.time(), schedule_id),
+            )
+        return self.get_schedule(schedule_id)
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Remove a schedule and its firings; its job runs stay (with its id and name)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM schedule_firings WHERE schedule_id = ?", (schedule_id,))
+            conn.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,))
+
+    def claim_firing(
+        self, schedule_id: str, slot: int | None, outcome: str, *, queue: bool = False
+    ) -> int | None:
+        """Record that the schedule fires ``slot`` (its firing row first, in one transaction):
+        the firing's id when this call inserted it, None when the slot was fired already (by
+        another server on this data folder) or the schedule is gone or paused meanwhile.
+        ``queue``: the slot waits for the previous run (overlap queue)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT paused FROM schedules WHERE id = ?", (schedule_id,)
+            ).fetchone()
+            if row is None or (row["paused"] and slot is not None):
+                return None
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO schedule_firings (schedule_id, slot, fired_at, outcome) "
+                "VALUES (?, ?, ?, ?)",
+                (schedule_id, slot, time.time(), outcome),
+            )
+            if cursor.rowcount != 1:
+                return None
+            if slot is not None:
+                self._pass_slot(conn, schedule_id, slot)
+            if queue:
+                conn.execute(
+                    "UPDATE schedules SET queued_slot = ? WHERE id = ?", (slot, schedule_id)
+                )
+            return cursor.lastrowid
+
+    def pass_slot(self, schedule_id: str, slot: int) -> None:
+        """A slot not fired (catch_up none): the schedule goes on from after it."""
+        with self._write() as conn:
+            self._pass_slot(conn, schedule_id, slot)
+
+    @staticmethod
+    def _pass_slot(conn: sqlite3.Connection, schedule_id: str, slot: int) -> None:
+        conn.execute(
+            "UPDATE schedules SET last_slot = MAX(COALESCE(last_slot, ?), ?) WHERE id = ?",
+            (slot, slot, schedule_id),
+        )
+
+    def take_queued(self, schedule_id: str, slot: int) -> bool:
+        """Take the queued slot to fire it (once: False when another server took it)."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE schedules SET queued_slot = NULL WHERE id = ? AND queued_slot = ?",
+                (schedule_id, slot),
+            )
+            return cursor.rowcount == 1
+
+    def record_firing(
+        self,
+        firing_id: int,
+        outcome: str,
+        *,
+        job_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE schedule_firings SET outcome = ?, job_id = ?, reason = ? WHERE rowid = ?",
+                (outcome, job_id, reason, firing_id),
+            )
+
+    def firing_for_slot(self, schedule_id: str, slot: int) -> Firing | None:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT rowid AS id, * FROM schedule_firings WHERE schedule_id = ? AND slot = ?",
+                (schedule_id, slot),
+            ).fetchone()
+        return Firing(**dict(row)) if row else None
+
+    def firings(self, schedule_id: str, limit: int = 20) -> list[Firing]:
+        """The schedule's latest firings, newest first."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT rowid AS id, * FROM schedule_firings WHERE schedule_id = ? "
+                "ORDER BY fired_at DESC, rowid DESC LIMIT ?",
+                (schedule_id, max(0, int(limit))),
+            ).fetchall()
+        return [Firing(**dict(row)) for row in rows]
+
     # attempts and nodes ----------------------------------------------------------------------
     def start_attempt(self, job_id: str, attempt: int, mlflow_run_id: str | None = None) -> None:
         with self._write() as conn:
@@ -687,6 +900,7 @@ class JobFilter:
     user: str | None = None
     accelerator_type: str | None = None  # any case
     num_accelerators: int | None = None  # per node
+    schedule: str | None = None  # a schedule's id or name
 
 
 def _job_filter(
@@ -707,6 +921,9 @@ def _job_filter(
         if value is not None:
             where.append(clause)
             args.append(value)
+    if more.schedule is not None:
+        where.append("(schedule_id = ? OR schedule_name = ?)")
+        args.extend([more.schedule, more.schedule])
     if status:
         statuses = [status] if isinstance(status, str) else list(status)
         where.append(f"status IN ({', '.join('?' * len(statuses))})")
@@ -723,6 +940,12 @@ def _job(row: sqlite3.Row) -> JobRun:
         empty: Any = [] if name in ("gpus", "warnings") else {}
         data[name] = json.loads(data[name]) if data.get(name) else empty
     return JobRun(**data)
+
+
+def _schedule(row: sqlite3.Row) -> Schedule:
+    data = dict(row)
+    data["paused"] = bool(data["paused"])
+    return Schedule(**data)
 
 
 def _log_file(row: sqlite3.Row) -> LogFile:

@@ -41,6 +41,8 @@ DEFAULT_GRACE_S = 10.0
 
 TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"
 TAG_BACKEND = "jupyter_air.workload.backend"
+TAG_SCHEDULE_ID = "jupyter_air.schedule_id"
+TAG_SCHEDULE = "jupyter_air.schedule"
 
 __all__ = ["Outcome", "Supervisor", "kill_grace_s", "main"]
 
@@ -289,6 +291,9 @@ class JobAttempts:
             tags["jupyter_air.function"] = function
         if job.user:
             tags["mlflow.user"] = job.user
+        if job.schedule_id:
+            tags[TAG_SCHEDULE_ID] = job.schedule_id
+            tags[TAG_SCHEDULE] = job.schedule_name or ""
         return ManagedRun.start(
             "workload",
             run_name=job.run_name,

@@ -96,6 +96,8 @@ def _fields(job: JobRun, conn: Connection | None) -> dict[str, Any]:
         "source": job.source,
         "notebook": job.notebook,
         "user": job.user,
+        "schedule_id": job.schedule_id,
+        "schedule_name": job.schedule_name,
         "submitted_at": job.submitted_at,
         "started_at": job.started_at,
         "ended_at": job.ended_at,

@@ -97,6 +97,8 @@ export function job(id: string, overrides: Partial<IJob> = {}): IJob {
     source: 'cli',
     notebook: null,
     user: 'ada',
+    schedule_id: null,
+    schedule_name: null,
     submitted_at: T0_S - 120,
     started_at: T0_S - 100,
     ended_at: T0_S - 40,

@@ -224,6 +224,9 @@ export interface IJob {
   source: string | null;
   notebook: string | null;
   user: string | null;
+  /** the schedule that fired it (air schedule) */
+  schedule_id: string | null;
+  schedule_name: string | null;
   /** unix seconds */
   submitted_at: number;
   started_at: number | null;
@@ -300,6 +303,9 @@ export interface IJobDetail {
   source: string | null;
   notebook: string | null;
   user: string | null;
+  /** the schedule that fired it (air schedule) */
+  schedule_id: string | null;
+  schedule_name: string | null;
   /** unix seconds */
   submitted_at: number;
   started_at: number | null;
@@ -618,6 +624,97 @@ export interface ISample {
   node: string;
   host: IHostReading;
   gpus?: IGpuReading[];
+}
+
+/** A workload run on a cron schedule: each firing an ordinary job run. */
+export interface ISchedule {
+  /** 12 hexadecimal digits */
+  id: string;
+  /** unique in the data folder */
+  name: string;
+  cron: string;
+  /** an IANA timezone the cron expression is read in */
+  timezone: string;
+  overlap: 'skip' | 'queue' | 'allow';
+  catch_up: 'latest' | 'none';
+  paused: boolean;
+  /** the workload's experiment */
+  experiment_name: string | null;
+  /** the workload YAML it was made from */
+  spec_path: string | null;
+  user: string | null;
+  /** unix seconds */
+  created_at: number;
+  /** unix seconds */
+  updated_at: number;
+  /** null while paused */
+  next_firing_at: number | null;
+  /** the latest slot fired or passed */
+  last_slot: number | null;
+  /** overlap queue: the slot waiting for the previous run to end */
+  queued_slot: number | null;
+  last_runs: IScheduleRun[];
+  firings: IScheduleFiring[];
+}
+
+/** `GET air/api/schedules/{id}`: a schedule with its workload YAML. */
+export interface IScheduleDetail {
+  /** 12 hexadecimal digits */
+  id: string;
+  /** unique in the data folder */
+  name: string;
+  cron: string;
+  /** an IANA timezone the cron expression is read in */
+  timezone: string;
+  overlap: 'skip' | 'queue' | 'allow';
+  catch_up: 'latest' | 'none';
+  paused: boolean;
+  /** the workload's experiment */
+  experiment_name: string | null;
+  /** the workload YAML it was made from */
+  spec_path: string | null;
+  user: string | null;
+  /** unix seconds */
+  created_at: number;
+  /** unix seconds */
+  updated_at: number;
+  /** null while paused */
+  next_firing_at: number | null;
+  /** the latest slot fired or passed */
+  last_slot: number | null;
+  /** overlap queue: the slot waiting for the previous run to end */
+  queued_slot: number | null;
+  last_runs: IScheduleRun[];
+  firings: IScheduleFiring[];
+  spec_yaml: string;
+}
+
+/** What the schedule did for one slot (or a trigger). */
+export interface IScheduleFiring {
+  /** the slot's time; null: air schedule trigger */
+  slot: number | null;
+  /** unix seconds */
+  fired_at: number;
+  outcome: 'submitted' | 'skipped' | 'queued' | 'failed';
+  job_id: string | null;
+  /** why it was skipped, queued or failed */
+  reason: string | null;
+}
+
+/** One job run a schedule started (newest first). */
+export interface IScheduleRun {
+  /** the job run's id */
+  id: string;
+  status: JobStatus;
+  /** unix seconds */
+  submitted_at: number;
+  /** the job run's page in JupyterLab */
+  link: string | null;
+}
+
+/** `GET air/api/schedules`: every schedule of the data folder, by name. */
+export interface ISchedulesPage {
+  schedules: ISchedule[];
 }
 
 /** `GET air/api/workloads`: a page of job runs, newest first. */

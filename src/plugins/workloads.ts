@@ -17,6 +17,7 @@ import { workloadsIcon } from '../icons';
 import { JobModel } from '../workloads/job-model';
 import { WorkloadsModel } from '../workloads/model';
 import { WorkloadsPanel } from '../workloads/panel';
+import { SchedulesModel } from '../workloads/schedules-model';
 import { workloadFromSearch } from '../workloads/url';
 import { addCommand, addSidePanel } from './shell';
 
@@ -37,9 +38,11 @@ export const workloadsPlugin: JupyterFrontEndPlugin<void> = {
     const trans = loadTranslation(translator);
     const model = new WorkloadsModel();
     const jobModel = new JobModel();
+    const schedulesModel = new SchedulesModel();
     const panel = new WorkloadsPanel({
       model,
       jobModel,
+      schedulesModel,
       commands: app.commands,
       translator
     });
@@ -51,6 +54,7 @@ export const workloadsPlugin: JupyterFrontEndPlugin<void> = {
     panel.disposed.connect(() => {
       model.dispose();
       jobModel.dispose();
+      schedulesModel.dispose();
     });
 
     addCommand(app, palette, trans.__('Workloads'), CommandIDs.openWorkloads, {

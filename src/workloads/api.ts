@@ -2,6 +2,7 @@
  * The workloads calls of the jupyter-air API, through `requestAPI` (base URL, token, XSRF).
  */
 import { requestAPI } from '../api';
+import { ISchedule, ISchedulesPage } from '../api/models';
 import { IJob, IWorkloadsPage } from './types';
 
 /** What `air/api/workloads` is asked for. */
@@ -51,4 +52,21 @@ export function fetchJob(id: string): Promise<IJob> {
  */
 export function cancelJob(id: string): Promise<IJob> {
   return requestAPI<IJob>(`${jobPath(id)}/cancel`, { method: 'POST' });
+}
+
+/** `GET air/api/schedules`: every schedule, with its next firing and last runs. */
+export function fetchSchedules(): Promise<ISchedulesPage> {
+  return requestAPI<ISchedulesPage>('schedules');
+}
+
+/** `POST air/api/schedules/{id}/pause` (or `/resume`): the schedule as it is now. */
+export function setSchedulePaused(
+  id: string,
+  paused: boolean
+): Promise<ISchedule> {
+  const action = paused ? 'pause' : 'resume';
+  return requestAPI<ISchedule>(
+    `schedules/${encodeURIComponent(id)}/${action}`,
+    { method: 'POST' }
+  );
 }

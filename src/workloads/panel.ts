@@ -1,6 +1,7 @@
 /**
- * The "Workloads" side panel: the user's job runs, newest first, filtered by status and
- * experiment, a page at a time (list-view.ts); clicking one shows its page (job-page.ts:
+ * The "Workloads" side panel: the data folder's schedules (schedules-view.ts), then the user's
+ * job runs, newest first, filtered by status and experiment, a page at a time (list-view.ts);
+ * clicking one (or a schedule's run) shows its page (job-page.ts:
  * attempts, MLflow links, YAML, Logs, Cancel, Open experiment) in the panel, with a way back to
  * the list.
  *
@@ -21,6 +22,8 @@ import { ConfirmCancel, JobPage } from './job-page';
 import { JobRow } from './job-row';
 import { JobList } from './list-view';
 import { WorkloadsModel } from './model';
+import { SchedulesModel } from './schedules-model';
+import { ScheduleList } from './schedules-view';
 
 /** Milliseconds between updates of active durations. */
 const CLOCK_MS = 1000;
@@ -41,7 +44,10 @@ export class WorkloadsPanel extends ShownWidget {
     this._refresh = button(
       'jp-air-wl-refresh jp-air-sidepanel-button',
       trans.__('Refresh'),
-      () => void this._model.refresh(),
+      () => {
+        void this._model.refresh();
+        void this._schedulesModel?.refresh();
+      },
       trans.__('Fetch the job runs now')
     );
     header.append(
@@ -49,6 +55,10 @@ export class WorkloadsPanel extends ShownWidget {
       this._refresh
     );
     this._list = new JobList(this._model, trans, id => this.openJob(id));
+    this._schedulesModel = options.schedulesModel ?? null;
+    this._schedules = this._schedulesModel
+      ? new ScheduleList(this._schedulesModel, trans, id => this.openJob(id))
+      : null;
     this._page = new JobPage({
       model: this._jobModel,
       commands: options.commands,
@@ -58,7 +68,11 @@ export class WorkloadsPanel extends ShownWidget {
       trans,
       now: this._now
     });
-    this.node.append(header, this._list.node, this._page.node);
+    this.node.append(header);
+    if (this._schedules) {
+      this.node.append(this._schedules.node);
+    }
+    this.node.append(this._list.node, this._page.node);
 
     this._clock = new Poller({
       name: 'jupyter-air:workloads-clock',
@@ -67,7 +81,18 @@ export class WorkloadsPanel extends ShownWidget {
     });
     this._model.changed.connect(this._renderList, this);
     this._jobModel.changed.connect(this._renderPage, this);
+    this._schedulesModel?.changed.connect(this._renderList, this);
     this._render();
+  }
+
+  /** The schedules' state, `null` when the panel shows none. */
+  get schedulesModel(): SchedulesModel | null {
+    return this._schedulesModel;
+  }
+
+  /** The row of a schedule shown (for tests), `null` when not shown. */
+  scheduleRowOf(id: string): HTMLElement | null {
+    return this._schedules?.rowOf(id) ?? null;
   }
 
   get model(): WorkloadsModel {
@@ -91,6 +116,7 @@ export class WorkloadsPanel extends ShownWidget {
   /** Show a job run's page. */
   openJob(id: string): void {
     this._model.stop();
+    this._schedulesModel?.stop();
     this._jobModel.setJob(id);
     if (this.isVisible) {
       this._jobModel.start();
@@ -104,6 +130,7 @@ export class WorkloadsPanel extends ShownWidget {
     this._jobModel.setJob(null);
     if (this.isVisible) {
       this._model.start();
+      this._schedulesModel?.start();
     }
     this._render();
   }
@@ -115,6 +142,8 @@ export class WorkloadsPanel extends ShownWidget {
     this._clock.dispose();
     this._model.changed.disconnect(this._renderList, this);
     this._jobModel.changed.disconnect(this._renderPage, this);
+    this._schedulesModel?.changed.disconnect(this._renderList, this);
+    this._schedulesModel?.stop();
     this._model.stop();
     this._jobModel.stop();
     super.dispose();
@@ -125,12 +154,14 @@ export class WorkloadsPanel extends ShownWidget {
       this._jobModel.start();
     } else {
       this._model.start();
+      this._schedulesModel?.start();
     }
     this._updateClock();
   }
 
   protected onHidden(): void {
     this._model.stop();
+    this._schedulesModel?.stop();
     this._jobModel.stop();
     this._clock.stop();
   }
@@ -149,6 +180,12 @@ export class WorkloadsPanel extends ShownWidget {
     setHidden(this._refresh, !showList);
     this.node.dataset.view = this.view;
     this._list.render(this._now());
+    if (this._schedules) {
+      this._schedules.render(this._now());
+      if (!showList) {
+        setHidden(this._schedules.node, true);
+      }
+    }
     this._updateClock();
   }
 
@@ -160,6 +197,9 @@ export class WorkloadsPanel extends ShownWidget {
     this.node.dataset.view = this.view;
     setHidden(this._page.node, !showPage);
     setHidden(this._list.node, showPage);
+    if (this._schedules && showPage) {
+      setHidden(this._schedules.node, true);
+    }
     if (showPage) {
       this._page.render();
     }
@@ -189,6 +229,8 @@ export class WorkloadsPanel extends ShownWidget {
   private readonly _now: () => number;
   private readonly _refresh: HTMLButtonElement;
   private readonly _list: JobList;
+  private readonly _schedulesModel: SchedulesModel | null;
+  private readonly _schedules: ScheduleList | null;
   private readonly _page: JobPage;
   private readonly _clock: Poller;
 }
@@ -199,6 +241,8 @@ export namespace WorkloadsPanel {
     model: WorkloadsModel;
     /** A job run's page state. */
     jobModel: JobModel;
+    /** The schedules' state (the Schedules section); none: no such section. */
+    schedulesModel?: SchedulesModel;
     /** Runs `jupyter-air:open-logs`, `open-mlflow`, `open-experiments`. */
     commands: ICommandRunner;
     /** Asks before cancelling; defaults to JupyterLab's dialog. */

@@ -93,20 +93,34 @@ export async function submitWorkload(
   ].join('\n');
   const file = path.join(dir, 'demo.yaml');
   fs.writeFileSync(file, yaml);
+  return (await air(baseURL, ['run', file], {
+    MLFLOW_TRACKING_URI: tracking
+  })) as ISubmitted;
+}
+
+/**
+ * Run `air ARGS --output json` on the test server's data folder (`env`: more variables); what
+ * it printed, parsed.
+ */
+export async function air(
+  baseURL: string,
+  args: string[],
+  env: Record<string, string> = {}
+): Promise<unknown> {
   const { stdout } = await run(
     PYTHON,
-    ['-m', 'jupyter_air.cli', 'run', file, '--output', 'json'],
+    ['-m', 'jupyter_air.cli', ...args, '--output', 'json'],
     {
       env: {
         ...process.env,
         JUPYTER_AIR_DATA_DIR: serverDataDir(baseURL),
-        MLFLOW_TRACKING_URI: tracking,
-        JUPYTER_AIR_KILL_GRACE_S: '3'
+        JUPYTER_AIR_KILL_GRACE_S: '3',
+        ...env
       },
       timeout: 60_000
     }
   );
-  return JSON.parse(stdout) as ISubmitted;
+  return JSON.parse(stdout);
 }
 
 /** Wait until the job run's status matches. */
