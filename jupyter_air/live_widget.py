@@ -186,7 +186,7 @@ def _status_widget_class() -> type:
     import anywidget
     import traitlets
 
-    class LiveStatusWidget(anywidget.AnyWidget):  # type: ignore[misc]
+    class LiveStatusWidget(anywidget.AnyWidget):
         _esm = _ESM
         status = traitlets.Unicode("").tag(sync=True)
         card = traitlets.Unicode("").tag(sync=True)  # the run card's HTML (names escaped)

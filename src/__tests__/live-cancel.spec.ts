@@ -1,8 +1,4 @@
-import {
-  CANCEL_EVENT,
-  ICancelActions,
-  listenForCancel
-} from '../live/cancel';
+import { CANCEL_EVENT, ICancelActions, listenForCancel } from '../live/cancel';
 
 function actions(): ICancelActions & { calls: string[] } {
   const calls: string[] = [];
@@ -19,7 +15,9 @@ function actions(): ICancelActions & { calls: string[] } {
 }
 
 function click(target: Element, detail: unknown): void {
-  target.dispatchEvent(new CustomEvent(CANCEL_EVENT, { bubbles: true, detail }));
+  target.dispatchEvent(
+    new CustomEvent(CANCEL_EVENT, { bubbles: true, detail })
+  );
 }
 
 const flush = () => new Promise(resolve => setTimeout(resolve, 0));

@@ -83,16 +83,20 @@ test.describe('Live widget', () => {
     const status = page.locator(`${LIVE} .jp-air-live-status`);
     await expect(status).toContainText('RUNNING');
     await expect(status).toContainText('2 CPU ranks');
-    await expect.poll(async () => step(await status.innerText()), {
-      timeout: 30000
-    }).toBeGreaterThanOrEqual(0);
+    await expect
+      .poll(async () => step(await status.innerText()), {
+        timeout: 30000
+      })
+      .toBeGreaterThanOrEqual(0);
     const first = step(await status.innerText());
     await expect
       .poll(async () => step(await status.innerText()), { timeout: 20000 })
       .toBeGreaterThan(first);
     // the chart: one trace (train_loss) with a marker per step read
     const points = page.locator('.js-plotly-plot .scatterlayer .trace .point');
-    await expect.poll(() => points.count(), { timeout: 20000 }).toBeGreaterThan(1);
+    await expect
+      .poll(() => points.count(), { timeout: 20000 })
+      .toBeGreaterThan(1);
     await expect(page.locator('.js-plotly-plot .legendtext')).toHaveCount(0); // one trace: no legend
     await expect(page.locator(`${LIVE} .jp-air-live-cancel`)).toBeVisible();
 
@@ -104,7 +108,6 @@ test.describe('Live widget', () => {
       timeout: 20000
     });
   });
-
 });
 
 test.describe('Live widget Cancel', () => {
@@ -156,9 +159,12 @@ test.describe('Live widget Cancel', () => {
     await page.locator(`${LIVE} .jp-air-live-cancel`).click();
     await ended(page);
     await expect(page.locator('.jp-air-run-status')).toHaveText(/killed/i);
-    await expect(page.locator('.jp-Notebook')).toContainText(/stopped 2 ranks/, {
-      timeout: 20000
-    });
+    await expect(page.locator('.jp-Notebook')).toContainText(
+      /stopped 2 ranks/,
+      {
+        timeout: 20000
+      }
+    );
     // no rank process is left
     const pids: number[] = [];
     for (const rank of [0, 1]) {
