@@ -184,3 +184,64 @@ def test_no_widget_without_a_frontend_that_shows_them(monkeypatch):
         display, where="1 rank", tracking_uri=None, run_id="r", cancel={"action": "interrupt"}
     )
     assert live is None
+
+
+LIVE_CELLS = [
+    # what jupyter-air's JupyterLab extension tells a kernel whose notebook shows widgets
+    'import os\nos.environ["JUPYTER_AIR_WIDGETS"] = "1"\nfrom jupyter_air import distributed',
+    """@distributed(gpus=2)
+def train(steps):
+    import os, time
+    import torch.distributed as dist
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        import mlflow
+        for step in range(steps):
+            mlflow.log_metric("train_loss", 1.0 / (step + 1), step=step)
+            time.sleep(0.5)
+    dist.barrier()
+    return dist.get_rank()
+
+print("results", train.distributed(14))""",
+]
+
+
+def test_a_call_in_a_kernel_that_shows_widgets(mlflow_server, monkeypatch, tmp_path):
+    """A real kernel told its notebook shows widgets: the call's output is the widget while it
+    runs (its state: the status line with the steps read, a chart), and the run
+    card — exactly as without widgets — once it ended."""
+    import os
+    import re
+    import sys
+    import uuid
+
+    import nbformat
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    use_server(monkeypatch, mlflow_server.url)
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in LIVE_CELLS]
+    km = KernelManager(
+        kernel_name="python3", connection_file=str(tmp_path / f"kernel-{uuid.uuid4()}.json")
+    )
+    client = NotebookClient(nb, km=km, timeout=180, resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    finally:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    call = nb.cells[1]
+    assert "results [0, 1]" in "".join(o.get("text", "") for o in call.outputs)
+    (shown,) = [o for o in call.outputs if o.output_type == "display_data"]
+    assert set(shown["data"]) == {MIME_TYPE, "text/html", "text/plain"}  # the card alone
+    assert shown["data"][MIME_TYPE]["status"] == "FINISHED"
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    statuses = [s["state"]["status"] for s in state.values() if "status" in s["state"]]
+    assert len(statuses) == 1 and "2 CPU ranks (gloo)" in statuses[0]
+    step = re.search(r"· step (\d+)", statuses[0])  # the metrics were read while it ran
+    assert step is not None and int(step.group(1)) >= 1
+    # and charted: the figure is the other anywidget model
+    assert sum(s["model_name"] == "AnyModel" for s in state.values()) == 2
