@@ -230,34 +230,70 @@ def _watch(store: JobStore, job: JobRun) -> None:
 
 def _stream(store: JobStore, job: JobRun) -> JobRun:
     from .api.enums import JobStatus
+    from .live_widget import LiveCall, start_live
     from .workloads.follow import AttemptEnded, AttemptStarted, JobEnded, follow
     from .workloads.logquery import LogLine
 
     nodes = list(range(job.num_nodes))
     prefix = len(nodes) > 1
     displays: dict[int, Any] = {}
+    lives: dict[int, LiveCall | None] = {}
     total = job.max_retries + 1
-    for event in follow(store, job.id, node=nodes):
-        if isinstance(event, LogLine):
-            text = f"[node {event.node}] {event.text}" if prefix else event.text
-            stream = sys.stderr if event.stream == "stderr" else sys.stdout
-            print(text, file=stream, flush=True)
-        elif isinstance(event, AttemptStarted):
-            if event.attempt.attempt > 1:
-                print(f"Attempt {event.attempt.attempt} of {total}", file=sys.stderr, flush=True)
-            displays[event.attempt.attempt] = _show_run(event.job, event.attempt, None)
-        elif isinstance(event, AttemptEnded):
-            attempt = event.attempt
-            _show_run(event.job, attempt, displays.get(attempt.attempt))
-            if attempt.status == JobStatus.FAILED and attempt.attempt < total:
-                print(
-                    f"Attempt {attempt.attempt} failed ({attempt.reason}); retrying.",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        elif isinstance(event, JobEnded):
-            return event.job
-    return store.get_job(job.id)  # pragma: no cover - follow always ends with JobEnded
+    try:
+        for event in follow(store, job.id, node=nodes):
+            if isinstance(event, LogLine):
+                text = f"[node {event.node}] {event.text}" if prefix else event.text
+                stream = sys.stderr if event.stream == "stderr" else sys.stdout
+                print(text, file=stream, flush=True)
+            elif isinstance(event, AttemptStarted):
+                number = event.attempt.attempt
+                if number > 1:
+                    print(f"Attempt {number} of {total}", file=sys.stderr, flush=True)
+                displays[number] = shown = _show_run(event.job, event.attempt, None)
+                if event.attempt.ended_at is None:
+                    # Cancel asks the server to cancel the job run (as the Workloads panel does)
+                    lives[number] = start_live(
+                        shown,
+                        where=_job_where(event.job),
+                        tracking_uri=event.job.tracking_uri,
+                        run_id=event.attempt.mlflow_run_id,
+                        cancel={"action": "cancel-job", "job_id": event.job.id},
+                        attempt=number,
+                        attempts=total,
+                    )
+            elif isinstance(event, AttemptEnded):
+                attempt = event.attempt
+                shown = _show_run(event.job, attempt, displays.get(attempt.attempt))
+                live = lives.pop(attempt.attempt, None)
+                if live is not None:
+                    live.finish(shown.bundle if shown is not None else None)
+                if attempt.status == JobStatus.FAILED and attempt.attempt < total:
+                    print(
+                        f"Attempt {attempt.attempt} failed ({attempt.reason}); retrying.",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            elif isinstance(event, JobEnded):
+                return event.job
+        return store.get_job(job.id)  # pragma: no cover - follow always ends with JobEnded
+    finally:  # interrupted, or the job run ended without its attempt's end read
+        for number, live in lives.items():
+            if live is not None:
+                shown = displays.get(number)
+                live.finish(shown.bundle if shown is not None else None)
+
+
+def _job_where(job: JobRun) -> str:
+    """``1 node x 2 CPU processes``: where a job run's attempt runs, in words."""
+    compute = job.compute or {}
+    count = int(compute.get("num_accelerators") or 1)
+    kind = str(compute.get("accelerator_type") or "CPU")
+    if kind.upper() == "GPU":
+        unit = "GPU" if count == 1 else "GPUs"
+    else:
+        unit = "CPU process" if count == 1 else "CPU processes"
+    nodes = job.num_nodes
+    return f"{nodes} node{'s' if nodes != 1 else ''} x {count} {unit}"
 
 
 def _show_job(job: JobRun) -> None:

@@ -7,6 +7,7 @@ import { JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { experimentsPlugin } from './plugins/experiments';
 import { gpuPlugin } from './plugins/gpu';
 import { kernelExtensionPlugin } from './plugins/kernel-extension';
+import { liveWidgetPlugin } from './plugins/live-widget';
 import { logsPlugin } from './plugins/logs';
 import { mlflowStatusPlugin } from './plugins/mlflow-status';
 import { mlflowTabPlugin } from './plugins/mlflow-tab';
@@ -19,6 +20,7 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   mlflowStatusPlugin,
   gpuPlugin,
   kernelExtensionPlugin,
+  liveWidgetPlugin,
   mlflowTabPlugin,
   runRendererPlugin,
   experimentsPlugin,

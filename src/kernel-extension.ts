@@ -10,7 +10,10 @@
  *
  * It also tells the kernel the notebook's path (`JUPYTER_AIR_NOTEBOOK_PATH`), with the load and
  * again whenever the notebook is renamed or moved: Jupyter gives a kernel its notebook's path only
- * when it starts, and runs are named and tagged after the notebook they come from.
+ * when it starts, and runs are named and tagged after the notebook they come from. And, with the
+ * load, whether the notebook shows widgets (`JUPYTER_AIR_WIDGETS=1`: its renderers include the
+ * widget view): only then do running calls show their live widget (jupyter_air/live_widget.py);
+ * nbclient and consoles, which never say so, keep the plain output.
  */
 import type { ISessionContext } from '@jupyterlab/apputils';
 import type { Kernel } from '@jupyterlab/services';
@@ -42,9 +45,32 @@ export function pathCode(path: string): string {
   ].join('\n');
 }
 
-/** The load, and the notebook's path when it has one. */
-export function loadCode(path?: string | null): string {
-  return path ? `${LOAD_CODE}\n${pathCode(path)}` : LOAD_CODE;
+/** The variable that tells the kernel its notebook shows widgets. */
+export const WIDGETS_VARIABLE = 'JUPYTER_AIR_WIDGETS';
+
+/** The MIME type of a widget's view: a notebook that renders it shows widgets. */
+export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
+
+/** What the kernel runs to learn that its notebook shows widgets: never raises, prints nothing. */
+export const WIDGETS_CODE = [
+  'try:',
+  '    import os as _jupyter_air_os',
+  `    _jupyter_air_os.environ["${WIDGETS_VARIABLE}"] = "1"`,
+  '    del _jupyter_air_os',
+  'except Exception:',
+  '    pass'
+].join('\n');
+
+/** The load, the notebook's path when it has one, and whether it shows widgets. */
+export function loadCode(path?: string | null, widgets = false): string {
+  const parts = [LOAD_CODE];
+  if (path) {
+    parts.push(pathCode(path));
+  }
+  if (widgets) {
+    parts.push(WIDGETS_CODE);
+  }
+  return parts.join('\n');
 }
 
 /** Kernel states after which the extension must be loaded again. */
@@ -68,8 +94,15 @@ export class KernelExtensionLoader {
     ) => boolean | undefined = () => undefined
   ) {}
 
-  /** Load the extension into this session's kernels from now on. */
-  watch(context: ISessionContext): IDisposable {
+  /**
+   * Load the extension into this session's kernels from now on.
+   *
+   * @param widgets - whether the session's notebook shows widgets (read at each load)
+   */
+  watch(
+    context: ISessionContext,
+    widgets: () => boolean = () => false
+  ): IDisposable {
     const onStatus = (_: ISessionContext, status: Kernel.Status) => {
       const kernel = context.session?.kernel;
       if (RESET_STATES.has(status)) {
@@ -80,13 +113,13 @@ export class KernelExtensionLoader {
         return;
       }
       if (status === 'idle' && kernel) {
-        void this._load(kernel, context.path);
+        void this._load(kernel, context.path, widgets);
       }
     };
     const onKernel = () => {
       const kernel = context.session?.kernel;
       if (kernel) {
-        void this._load(kernel, context.path);
+        void this._load(kernel, context.path, widgets);
       }
     };
     const onProperty = (_: ISessionContext, property: string) => {
@@ -123,7 +156,8 @@ export class KernelExtensionLoader {
 
   private async _load(
     kernel: Kernel.IKernelConnection,
-    path?: string
+    path?: string,
+    widgets: () => boolean = () => false
   ): Promise<void> {
     if (this._loaded.has(kernel.id) || !this._enabled()) {
       return;
@@ -138,7 +172,7 @@ export class KernelExtensionLoader {
         return;
       }
       this._python.add(kernel.id);
-      await this._run(kernel, loadCode(path));
+      await this._run(kernel, loadCode(path, widgets()));
     } catch (reason) {
       // a kernel that went away meanwhile: the next start tries again
       this._loaded.delete(kernel.id);

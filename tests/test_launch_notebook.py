@@ -103,8 +103,10 @@ def test_distributed_from_a_notebook(executed):
     assert "[rank 1] sum 3.0" in out
     assert "results [31.0, 31.0]" in out
 
-    # the run display, updated in place to FINISHED
+    # the run display, updated in place to FINISHED; no live widget (nbclient shows none)
     (shown,) = [o for o in call.outputs if o.output_type == "display_data"]
+    assert set(shown["data"]) == {MIME_TYPE, "text/html", "text/plain"}
+    assert "widgets" not in nb.metadata
     payload = shown["data"][MIME_TYPE]
     assert payload["status"] == "FINISHED" and payload["end_time"] is not None
     assert payload["ui"] == UI

@@ -34,6 +34,8 @@ from .processes import RankProcess, signal_group, signal_name
 from .rundir import RunDir, create_run_dir, record_stops, write_atomic, write_json
 
 if TYPE_CHECKING:
+    from ..live_widget import LiveCall
+    from ..tracking.display import RunDisplay
     from ..tracking.runs import ManagedRun
 
 POLL_S = 0.05
@@ -117,6 +119,8 @@ class Launch:
         self.ranks: dict[int, RankProcess] = {}
         self.stopped_in_s: float | None = None
         self._error_text: str | None = None  # tagged on a FAILED run
+        self._display: RunDisplay | None = None
+        self.live: LiveCall | None = None  # the widget in the cell, where one can be shown
 
     # the call -----------------------------------------------------------------------------------
     def run(self) -> list[Any]:
@@ -130,6 +134,7 @@ class Launch:
                 f" — run {self.mlflow_run.run_name}" if self.mlflow_run is not None else ""
             )
             with _hold_gpu_sampling(reason), self._registered():
+                self._start_live()
                 self._start_agent()
                 outcome = self._wait()
                 results = self._finish(outcome)
@@ -149,6 +154,8 @@ class Launch:
             raise
         finally:
             self._end_run(status)
+            if self.live is not None:  # the run card, as it ended, takes the widget's place
+                self.live.finish(self._display.bundle if self._display is not None else None)
             if self.output is not None:
                 self.output.close()
             self.close()
@@ -171,8 +178,24 @@ class Launch:
                 system_metrics=self.samples_here,
             )
         with contextlib.suppress(Exception):  # the run matters; its display is a nicety
-            run.show()
+            self._display = run.show()
         return run
+
+    def _start_live(self) -> None:
+        """The status line, Cancel (an interrupt: the path of Ctrl-C) and the metrics chart in
+        place of the run card, where the frontend shows widgets (live_widget.py)."""
+        run = self.mlflow_run
+        if run is None:
+            return
+        from ..live_widget import start_live
+
+        self.live = start_live(
+            self._display,
+            where=self.description,
+            tracking_uri=run.tracking_uri,
+            run_id=run.run_id,
+            cancel={"action": "interrupt"},
+        )
 
     def _end_run(self, status: str) -> None:
         run = self.mlflow_run

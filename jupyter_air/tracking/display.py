@@ -157,9 +157,10 @@ class RunDisplay:
         self.server_url = server_url
         self.status: str | None = None
         self.shown = False
+        self.bundle: dict[str, Any] = {}  # the last bundle shown
 
     def show(self, payload: dict[str, Any]) -> None:
-        bundle = run_bundle(payload, server_url=self.server_url)
+        bundle = self.bundle = run_bundle(payload, server_url=self.server_url)
         if _in_ipython():
             from IPython.display import display
 
@@ -174,7 +175,7 @@ class RunDisplay:
             self.show(payload)
             return
         status = payload.get("status")
-        bundle = run_bundle(payload, server_url=self.server_url)
+        bundle = self.bundle = run_bundle(payload, server_url=self.server_url)
         if _in_ipython():
             from IPython.display import update_display
 

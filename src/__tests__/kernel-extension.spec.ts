@@ -3,6 +3,7 @@ import { Signal } from '@lumino/signaling';
 import {
   KernelExtensionLoader,
   LOAD_CODE,
+  WIDGETS_CODE,
   pathCode
 } from '../kernel-extension';
 
@@ -207,5 +208,27 @@ describe('the notebook path the kernel knows', () => {
     context.rename('other.ipynb');
     await flush();
     expect(kernel.executed).toHaveLength(0);
+  });
+});
+
+describe('widgets', () => {
+  it('tells the kernel with the load when the notebook shows widgets, and not otherwise', async () => {
+    const loader = new KernelExtensionLoader(
+      () => true,
+      () => true
+    );
+    let shows = true;
+    const context = new FakeContext();
+    loader.watch(context as any, () => shows);
+    const kernel = new FakeKernel('k1');
+    context.setKernel(kernel);
+    await flush();
+    expect(kernel.executed[0].code).toBe(`${LOAD_CODE}\n${WIDGETS_CODE}`);
+    expect(WIDGETS_CODE).toContain('environ["JUPYTER_AIR_WIDGETS"] = "1"');
+    shows = false;
+    const other = new FakeKernel('k2');
+    context.setKernel(other);
+    await flush();
+    expect(other.executed[0].code).toBe(LOAD_CODE);
   });
 });

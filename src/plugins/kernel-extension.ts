@@ -9,7 +9,7 @@ import {
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { KernelExtensionLoader } from '../kernel-extension';
+import { KernelExtensionLoader, WIDGET_VIEW_MIME } from '../kernel-extension';
 
 export const kernelExtensionPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-air:kernel-extension',
@@ -47,7 +47,9 @@ export const kernelExtensionPlugin: JupyterFrontEndPlugin<void> = {
       }
     );
     notebooks.widgetAdded.connect((_, panel) => {
-      const watching = loader.watch(panel.sessionContext);
+      const watching = loader.watch(panel.sessionContext, () =>
+        panel.content.rendermime.mimeTypes.includes(WIDGET_VIEW_MIME)
+      );
       panel.disposed.connect(() => watching.dispose());
     });
   }
