@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from jupyter_air.mlflow_server.control import ensure_running, leave, stop_leftover
-from jupyter_air.mlflow_server.records import Lease, ServerFiles, live_leases
+from jupyter_air.mlflow_server.records import Lease, ServerFiles, live_leases, mlflow_folder
 from jupyter_air.server.mlflow_process import READY, STOPPED, EmbeddedMlflow, healthy
 
 
@@ -165,6 +165,39 @@ def test_users_share_one_server_and_the_last_one_stops_it(tmp_path):
     finally:
         again.stop()
     assert wait_for(lambda: not processes_using(tmp_path / "mlflow"), 15)
+
+
+def test_air_run_joining_the_running_server_keeps_it_while_its_last_user_leaves(
+    tmp_path, monkeypatch
+):
+    """`air run` from a plain shell as the previous job ends: it joins the data folder's running
+    server with a lease of its own, so the guard does not stop MLflow under the job about to
+    start (which then waited for an MLflow that had stopped, and failed after 180 s)."""
+    from jupyter_air.workloads.connection import find_connection
+
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_TOKEN", "JUPYTER_AIR_SERVER_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # no Jupyter server
+    data = tmp_path / "data"
+    folder = mlflow_folder(data)
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    connection = None
+    try:
+        endpoint, _ = ensure_running(folder, "the previous job", lease_pid=job.pid)
+        assert wait_for(lambda: healthy(endpoint.url, token=endpoint.token), 150)
+        connection = find_connection(start_embedded=True, data=data)
+        assert connection is not None and connection.tracking_uri == endpoint.url
+        assert connection.lease is not None and connection.lease.held
+        job.kill()  # the previous job ends
+        job.wait()
+        time.sleep(3)  # the guard looks at its leases every second
+        assert healthy(endpoint.url, token=endpoint.token)
+    finally:
+        job.kill()
+        job.wait()
+        if connection is not None and connection.lease is not None:
+            leave(folder, connection.lease)
+    assert wait_for(lambda: not processes_using(folder), 30), processes_using(folder)
 
 
 def test_a_server_whose_users_were_killed_stops_by_itself(tmp_path):

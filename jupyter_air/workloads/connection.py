@@ -137,11 +137,13 @@ def find_connection(
             ui = _with_slash(env_uri)
         server = _with_slash(env_server) if env_server else None
         return made(env_uri, env_token, server_url=server, mlflow_ui=ui, source="env")
-    if embedded is not None:
+    if embedded is not None and not start_embedded:
         return made(embedded.url, embedded.token, source="data")
     if start_embedded:
         from ..mlflow_server.control import ensure_running
 
+        # joined under the start lock with a lease, even when it runs: its last user may be
+        # leaving right now, and its guard would stop it under the job about to start
         endpoint, lease = ensure_running(files.folder, "air run")
         return Connection(
             tracking_uri=endpoint.url,
