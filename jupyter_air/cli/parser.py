@@ -25,6 +25,7 @@ examples:
   air logs 3f2a --download-to ./logs    every node and attempt into ./logs/<id>/
   air cancel 3f2a                       stop it (every process of every node)
   air cancel --all -y                   stop every active job run of yours
+  air explain compute.accelerator_type  a YAML field's type, default and help
 
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server,
@@ -217,6 +218,21 @@ def build_parser() -> argparse.ArgumentParser:
         "-y", "--yes", action="store_true", help="do not ask before cancelling with --all"
     )
     _output(cancel)
+
+    explain = commands.add_parser(
+        "explain",
+        help="a workload YAML field: type, default, allowed values, help",
+        description="Say what a field of the workload YAML takes: its type, default, allowed "
+        "values, limits and help (the spec's own schema). Without FIELD: every field.",
+        epilog="examples:\n  air explain compute.accelerator_type\n"
+        "  air run -h compute.accelerator_type     (the same)\n"
+        "  air explain max_retries --output json\n  air explain",
+        formatter_class=formatter,
+    )
+    explain.add_argument(
+        "field", nargs="?", metavar="FIELD", help="a dotted field path (compute.num_nodes)"
+    )
+    _output(explain)
     from .. import agent_command
 
     agent_command.add_parsers(commands)
