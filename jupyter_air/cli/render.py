@@ -8,8 +8,8 @@ and a table too wide even so leaves out the columns it may do without.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
@@ -44,7 +44,15 @@ def json_out(data: Any, stream: TextIO | None = None, *, compact: bool = False) 
 def width() -> int | None:
     """The width lines must fit: ``COLUMNS``, else the terminal's; None when neither is known
     (output to a file or a pipe is not cut)."""
-    columns = shutil.get_terminal_size((0, 0)).columns
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS") or 0)
+    except ValueError:
+        columns = 0
+    if columns <= 0 and sys.stdout.isatty():
+        with contextlib.suppress(OSError, ValueError):
+            columns = os.get_terminal_size(sys.stdout.fileno()).columns
     return columns if columns > 0 else None
 
 
