@@ -19,6 +19,7 @@ from .render import (
     say,
     status_text,
     table,
+    time_cell,
     time_text,
 )
 
@@ -74,7 +75,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             job.run_name,
             f"{len(job.attempts)}/{job.max_retries + 1}",
             compute_text(job.compute),
-            time_text(job.submitted_at),
+            time_cell(job.submitted_at),
             duration_text(duration_s(job)),
         ]
         for job in jobs
@@ -84,7 +85,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     headers = ["ID", "STATUS", "EXPERIMENT", "RUN NAME", "ATTEMPTS", "COMPUTE", "SUBMITTED"]
     headers += ["DURATION", *(["USER"] if args.all_users else [])]
     # on a narrow terminal: without the run name, the duration, the attempts (air get run)
-    table(headers, rows, keep=(0, 1), drop=(3, 7, 4))
+    table(headers, rows, keep=(0, 1, 5), drop=(3, 7, 4))
     return EXIT_OK
 
 
@@ -174,7 +175,7 @@ def _print_attempts(view: Job) -> None:
             [
                 str(attempt.attempt),
                 attempt.status,
-                time_text(attempt.started_at),
+                time_cell(attempt.started_at),
                 duration_text(attempt.duration_s),
                 f"{attempt.backend} {hosts}".strip(),
                 attempt.reason or "",

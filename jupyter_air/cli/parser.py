@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -34,10 +35,40 @@ exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no trackin
 
 
 FILTER_KEYS = ("experiment", "accelerator_type", "num_accelerators", "status", "user")
+EXAMPLE = re.compile(r"^(\s+)(\S.*?)\s{2,}(\S.*)$")  # "  air run w.yaml    what it does"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and examples as written, each line wrapped to the terminal when it is
+    longer (an example's explanation then goes on the next line, indented)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        for line in text.splitlines():
+            if len(indent + line) <= width:
+                out.append(indent + line)
+                continue
+            lead = indent + line[: len(line) - len(line.lstrip())]
+            example = EXAMPLE.match(line)
+            parts = [example[2], example[3]] if example and example[1] else [line.strip()]
+            hanging = "    " if lead != indent else ""  # examples hang; prose does not
+            for k, part in enumerate(parts):
+                first = lead + "    " * k
+                out += textwrap.wrap(
+                    part,
+                    width,
+                    initial_indent=first,
+                    subsequent_indent=first + hanging,
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+        return "\n".join(out)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = HelpFormatter
     parser = argparse.ArgumentParser(
         prog="air",
         description="Workloads of jupyter-air: job runs with retries, per-node logs and one "

@@ -25,6 +25,7 @@ __all__ = [
     "say",
     "status_text",
     "table",
+    "time_cell",
     "time_text",
     "width",
 ]
@@ -60,6 +61,24 @@ def cut(text: str, size: int) -> str:
     return text if len(text) <= size else text[: max(size - 1, 0)] + ELLIPSIS
 
 
+class Brief(str):
+    """A cell with a shorter form, used when the table does not fit the terminal."""
+
+    short: str
+
+    def __new__(cls, text: str, short: str) -> Brief:
+        cell = super().__new__(cls, text)
+        cell.short = short
+        return cell
+
+
+def time_cell(t: float | None) -> str:
+    """A time, as ``MM-DD HH:MM`` on a narrow terminal."""
+    import time
+
+    return Brief(time_text(t), time.strftime("%m-%d %H:%M", time.localtime(t)) if t else "-")
+
+
 def table(
     headers: list[str],
     rows: list[list[str]],
@@ -71,11 +90,14 @@ def table(
     """Aligned columns. ``keep``: columns never cut (ids); ``drop``: columns left out, in this
     order, while the others would be cut narrower than ``COMFORTABLE_CELL``."""
     kept = set(keep)
-    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    limit = width()
+    cells: list[list[str]] = [list(row) for row in [headers, *rows]]
     natural = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    if limit is not None and indent + sum(natural) + len(GAP) * (len(natural) - 1) > limit:
+        cells = [[c.short if isinstance(c, Brief) else c for c in row] for row in cells]
+        natural = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     columns = list(range(len(headers)))
     sizes = dict(enumerate(natural))
-    limit = width()
     if limit is not None:
 
         def least(i: int, floor: int = MIN_CELL) -> int:

@@ -80,12 +80,22 @@ def explain(name: str) -> FieldHelp:
     by_leaf = [f for f in fields.values() if f.path.rsplit(".", 1)[-1] == key]
     if len(by_leaf) == 1:
         return by_leaf[0]
-    leaves = {f.path.rsplit(".", 1)[-1]: f.path for f in fields.values()}
-    matches = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6)
-    for leaf in difflib.get_close_matches(key, list(leaves), n=3, cutoff=0.6):
-        if leaves[leaf] not in matches:
-            matches.append(leaves[leaf])
-    raise UnknownField(key, matches[:3])
+    raise UnknownField(key, _nearest(key, list(fields)))
+
+
+def _nearest(name: str, paths: list[str], cutoff: float = 0.6, within: float = 0.1) -> list[str]:
+    """The paths most like ``name`` (as a whole path, or by its last part): the best, and
+    those nearly as close."""
+    scores: dict[str, float] = {}
+    for path in paths:
+        for candidate in (path, path.rsplit(".", 1)[-1]):
+            ratio = difflib.SequenceMatcher(None, name, candidate).ratio()
+            scores[path] = max(scores.get(path, 0.0), ratio)
+    best = max(scores.values(), default=0.0)
+    if best < cutoff:
+        return []
+    close = [p for p, score in scores.items() if score >= best - within]
+    return sorted(close, key=lambda p: -scores[p])[:3]
 
 
 def reference_markdown() -> str:
