@@ -168,9 +168,10 @@ def test_every_command_that_prints_data_takes_output_json(env):
         "get run": air("get", "run", job_id, "-o", "json"),
         "cancel": air("cancel", job_id, "-o", "json"),
         "explain": air("explain", "max_retries", "-o", "json"),
-        "agent-token": air("agent-token", "node-1", "--data-dir", str(env.tmp), "-o", "json"),
-        "agent-token --list": air("agent-token", "--list", "--data-dir", str(env.tmp), "-o", "json"),
     }
+    tokens = ("--data-dir", str(env.tmp), "-o", "json")
+    outputs["agent-token"] = air("agent-token", "node-1", *tokens)
+    outputs["agent-token --list"] = air("agent-token", "--list", *tokens)
     for name, result in outputs.items():
         assert result.returncode == 0, (name, result.stderr)
         json.loads(result.stdout)
