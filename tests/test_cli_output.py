@@ -101,6 +101,7 @@ def test_the_field_reference_in_the_docs_is_current():
 # 80 columns ----------------------------------------------------------------------------------
 FAILING = "import sys; print('a line'); sys.exit('a reason: ' + 'x' * 150)"
 
+
 def _fits(result: subprocess.CompletedProcess, *, logs: bool = False) -> None:
     """Every line within 80 columns — but the log lines themselves (``logs``: on stdout),
     which are the command's own output, printed whole."""

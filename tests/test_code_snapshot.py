@@ -177,7 +177,7 @@ def test_past_the_size_limit_nothing_is_created(env):
         project,
         "workload.yaml",
         f"experiment_name: big-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
-        "command: \"true\"\nworking_dir: .\n",
+        'command: "true"\nworking_dir: .\n',
     )
     with open(project / "weights.bin", "wb") as file:
         file.truncate(300 << 20)  # sparse: 300 MiB that take no room
