@@ -29,6 +29,7 @@ from jupyter_air.workloads.store import JobStore
 TRAIN = """\
 import os, pathlib, sys, time
 print("train.py version {version}", flush=True)
+print("submitted", os.environ["JUPYTER_AIR_WORKING_DIR"], "running in", os.getcwd(), flush=True)
 if os.environ["JUPYTER_AIR_ATTEMPT"] == "1":
     go = pathlib.Path(os.environ["GO_FILE"])
     deadline = time.monotonic() + 60
@@ -127,6 +128,7 @@ def test_a_retry_runs_the_code_as_submitted(env):
     assert "train.py version 1" in _logs(job_id, 2)  # not the edit made since
 
     snapshot = job_dir(env.store.data_dir, job_id) / "code"
+    assert f"submitted {project} running in {snapshot}" in _logs(job_id, 2)
     copied = sorted(str(p.relative_to(snapshot)) for p in snapshot.rglob("*") if p.is_file())
     assert copied == [".gitignore", "notes.txt", "train.py", "workload.yaml"]
     assert "version 1" in (snapshot / "train.py").read_text()
@@ -154,6 +156,7 @@ def test_live_runs_the_folder_as_each_attempt_finds_it(env):
 
     assert "train.py version 1" in _logs(job_id, 1)
     assert "train.py version 2" in _logs(job_id, 2)
+    assert f"submitted {project} running in {project}" in _logs(job_id, 2)
     assert not (job_dir(env.store.data_dir, job_id) / "code").exists()
     first, second = _runs(env, job_id)
     assert first.data.tags["mlflow.source.git.commit"] == head

@@ -56,7 +56,7 @@ def dry_run(
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
-        code = _code(spec, choice.backend)
+        code = _code(spec, choice.backend, data)
         connection = find_connection(require_tracking=False, start_embedded=False, data=data)
         if connection is not None and ray is not None:
             ray.check_reachable(connection.tracking_uri)
@@ -102,12 +102,12 @@ def dry_run(
     return plan
 
 
-def _code(spec: WorkloadSpec, backend: str) -> dict[str, Any]:
+def _code(spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None) -> dict[str, Any]:
     """What the submission would snapshot (files, bytes, git), nothing copied."""
     from .snapshot import SNAPSHOT, CodeRecord, live_record
 
     working = spec.working_dir or os.getcwd()
-    listing = code_listing(spec, backend)
+    listing = code_listing(spec, backend, data)
     if listing is None:
         return live_record(working).to_dict()
     git = listing.git

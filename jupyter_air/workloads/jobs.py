@@ -86,7 +86,7 @@ def submit(
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
-        listing = code_listing(spec, choice.backend)
+        listing = code_listing(spec, choice.backend, store.data_dir)
     except BaseException:
         if ray is not None:
             ray.close()
@@ -141,16 +141,18 @@ def place(
     return gpus, None
 
 
-def code_listing(spec: WorkloadSpec, backend: str) -> Listing | None:
-    """What the submission snapshots of ``working_dir`` (None: the job runs it live). Raises
-    SpecError when it is over a snapshot's limits."""
+def code_listing(
+    spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None = None
+) -> Listing | None:
+    """What the submission snapshots of ``working_dir`` (None: the job runs it live), without
+    the data folder ``data``. Raises SpecError when it is over a snapshot's limits."""
     from .snapshot import LIVE, SnapshotTooLarge, list_snapshot, resolve_source
     from .spec import SpecError
 
     if resolve_source(spec.code_source, backend) == LIVE:
         return None
     try:
-        return list_snapshot(spec.working_dir or os.getcwd())
+        return list_snapshot(spec.working_dir or os.getcwd(), data=data_dir(data))
     except SnapshotTooLarge as error:
         field = "code_source" if spec.code_source else "working_dir"
         raise SpecError([spec.problem(field, str(error), hint=error.hint)]) from None

@@ -28,6 +28,7 @@ MAX_ARTIFACT_BYTES = 5 << 20
 SNAPSHOT = "snapshot"
 LIVE = "live"
 CODE_FOLDER = "code"  # in the job's folder
+WORKING_DIR_ENV = "JUPYTER_AIR_WORKING_DIR"  # each node's command: the working_dir submitted
 GIT_TIMEOUT_S = 30.0
 
 TAG_GIT_COMMIT = "mlflow.source.git.commit"
@@ -152,17 +153,19 @@ def git_info(folder: str) -> Git | None:
 
 
 # listing and copying ----------------------------------------------------------------------------
-def list_snapshot(folder: str) -> Listing:
-    """The files a snapshot of ``folder`` would copy. Raises SnapshotTooLarge past the limits
-    (counting stops there: a huge folder is not walked to its end)."""
+def list_snapshot(folder: str, *, data: str | os.PathLike[str] | None = None) -> Listing:
+    """The files a snapshot of ``folder`` would copy — never those of jupyter-air's ``data``
+    folder when it is inside (the job store, other jobs' snapshots). Raises SnapshotTooLarge
+    past the limits (counting stops there: a huge folder is not walked to its end)."""
     git = git_info(folder)
     names = _git_files(folder) if git is not None else None
     candidates = names if names is not None else _walk(folder)
+    skipped = _inside(Path(data), Path(folder)) if data is not None else None
     paths: list[str] = []
     total = 0
     for relative in candidates:
         parts = Path(relative).parts
-        if not parts or ".git" in parts:
+        if not parts or ".git" in parts or (skipped and parts[: len(skipped)] == skipped):
             continue
         try:
             info = os.lstat(os.path.join(folder, relative))
@@ -175,6 +178,14 @@ def list_snapshot(folder: str) -> Listing:
         if len(paths) > MAX_SNAPSHOT_FILES or total > MAX_SNAPSHOT_BYTES:
             raise SnapshotTooLarge(folder, len(paths), total)
     return Listing(folder, sorted(paths), total, git)
+
+
+def _inside(path: Path, folder: Path) -> tuple[str, ...] | None:
+    """``path`` relative to ``folder`` (as parts) when it is inside it."""
+    try:
+        return path.resolve().relative_to(folder.resolve()).parts or None
+    except ValueError:
+        return None
 
 
 def _git_files(folder: str) -> list[str] | None:

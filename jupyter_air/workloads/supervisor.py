@@ -31,7 +31,14 @@ from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_fo
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .heartbeat import Heartbeat
 from .paths import data_dir, log_path
-from .snapshot import CODE_FOLDER, CodeRecord, artifact_sized, attempt_cwd, run_tags
+from .snapshot import (
+    CODE_FOLDER,
+    WORKING_DIR_ENV,
+    CodeRecord,
+    artifact_sized,
+    attempt_cwd,
+    run_tags,
+)
 from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
 
@@ -218,6 +225,7 @@ class JobAttempts:
             **(run.env() if run is not None else {}),
             JOB_ENV: job.id,
             "JUPYTER_AIR_ATTEMPT": str(attempt),
+            WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
         }
         argv = argv_for(spec["command"])
         cwd = attempt_cwd(job.working_dir, CodeRecord.from_dict(spec.get("code")))
