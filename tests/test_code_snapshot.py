@@ -243,6 +243,27 @@ def test_dry_run_says_what_would_be_snapshotted(env):
     _nothing_created(env)
 
 
+def test_a_snapshot_leaves_out_the_data_folder(env):
+    """A working folder that holds jupyter-air's data folder: not the job store, nor the
+    snapshots of earlier jobs."""
+    from jupyter_air.workloads.snapshot import list_snapshot
+
+    spec = write(
+        env.tmp,
+        "w.yaml",
+        f"experiment_name: inside-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+        f"command: {PY} -c 'print(1)'\n",
+    )
+    first = json.loads(air("run", str(spec), "-o", "json").stdout)["id"]
+    wait_for(env.store, first)
+    data = env.store.data_dir.relative_to(env.tmp)
+    assert any(Path(p).parts[0] == data.name for p in list_snapshot(str(env.tmp)).paths)
+    second = json.loads(air("run", str(spec), "-o", "json").stdout)["id"]
+    wait_for(env.store, second)
+    snapshot = job_dir(env.store.data_dir, second) / "code"
+    assert (snapshot / "w.yaml").exists() and not (snapshot / data).exists()
+
+
 def test_invalid_code_source_is_a_line_numbered_error(env):
     spec = write(
         env.tmp,
