@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--override env_variables.LR=3e-5\n"
         "  air run workload.yaml --dry-run --output json\n"
         "  air run workload.yaml --idempotency-key nightly-2026-12-02\n"
-        "  air run workload.yaml --output json | jq -r .id",
+        "  air run workload.yaml --output json | jq -r .id\n"
+        "  air run -h compute.accelerator_type     a field of the YAML (air explain FIELD)",
         formatter_class=formatter,
     )
     run.add_argument("file", metavar="FILE", help="the workload YAML")
