@@ -112,7 +112,10 @@ def test_fails_twice_then_succeeds(env):
         assert seen["LR"] == "3e-5"
     errors = query_logs(env.store, job.id, attempt=1, level="warning")
     assert [line.text for line in errors.lines] == ["WARNING: attempt 1"]
-    assert (env.tmp / "counter.txt").read_text() == "3"
+    # the attempts ran in one snapshot of the folder, which the working folder does not see
+    snapshot = job_dir(env.store.data_dir, job.id) / "code"
+    assert (snapshot / "counter.txt").read_text() == "3"
+    assert not (env.tmp / "counter.txt").exists()
 
 
 def test_always_failing_fails_after_the_retries(env):
