@@ -207,5 +207,5 @@ def _yaml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else str(value)

@@ -124,7 +124,8 @@ class WorkloadSpec(BaseModel):
     """Per attempt: an attempt still running after this long is stopped and counts as failed
     (so it is retried)."""
     working_dir: Text | None = None
-    """Where the command runs; relative to the YAML file's folder; must exist."""
+    """The workload's folder, relative to the YAML file's folder; must exist. The command runs
+    in its snapshot (code_source) or, live, in the folder itself."""
     code_source: Literal["snapshot", "live"] | None = None
     """snapshot: working_dir is copied into the job's folder at submission (respecting
     .gitignore in a git repository; at most 20,000 files and 256 MiB) and every attempt, retries
