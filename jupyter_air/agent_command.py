@@ -7,6 +7,7 @@ Registered in the ``air`` parser (``cli/parser.py``); the agent itself is ``tele
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -32,7 +33,9 @@ it awake); otherwise it sends a small heartbeat each interval and makes no NVML 
 
 def add_parsers(commands: Any) -> None:
     """Add ``agent`` and ``agent-token`` to the ``air`` subcommands."""
-    formatter = argparse.RawDescriptionHelpFormatter
+    from .cli.parser import HelpFormatter
+
+    formatter = HelpFormatter
     agent = commands.add_parser(
         "agent",
         help="report this node's GPUs to a Jupyter server (GPU Resources)",
@@ -72,6 +75,13 @@ def add_parsers(commands: Any) -> None:
     tokens.add_argument("--revoke", action="store_true", help="forget NODE's token")
     tokens.add_argument("--list", action="store_true", help="list the nodes that have one")
     tokens.add_argument("--data-dir", metavar="DIR", help="jupyter-air's data folder")
+    tokens.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json"),
+        default="table",
+        help="text for people (default) or json for scripts",
+    )
 
 
 def _interval(text: str) -> float:
@@ -128,19 +138,25 @@ def cmd_agent_token(args: argparse.Namespace) -> int:
     from .workloads.paths import data_dir
 
     folder = data_dir(args.data_dir)
+    as_json = args.output == "json"
     try:
         if args.list:
-            for node in token_nodes(folder):
-                print(node)
+            nodes = token_nodes(folder)
+            for line in [json.dumps({"nodes": nodes})] if as_json else nodes:
+                print(line)
             return EXIT_OK
         if not args.node:
             print("air agent-token: name the node (or --list)", file=sys.stderr)
             return EXIT_USAGE
         if args.revoke:
             had = revoke_token(folder, args.node)
-            print(f"{args.node}: token revoked" if had else f"{args.node} had no token")
+            if as_json:
+                print(json.dumps({"node": args.node, "revoked": had}))
+            else:
+                print(f"{args.node}: token revoked" if had else f"{args.node} had no token")
             return EXIT_OK
-        print(mint_token(folder, args.node))
+        token = mint_token(folder, args.node)
+        print(json.dumps({"node": args.node, "token": token}) if as_json else token)
     except TokenError as error:
         print(f"air agent-token: {error}", file=sys.stderr)
         return EXIT_USAGE

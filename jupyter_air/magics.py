@@ -143,6 +143,7 @@ def _run_cell(cell: str, args: argparse.Namespace) -> None:
         command=command,
         max_retries=args.max_retries,
         working_dir=os.getcwd(),
+        code_source="live",  # what runs is in the job's folder already
         # what torchrun would set anyway, given here so it does not print a banner about it
         env_variables={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")},
     )

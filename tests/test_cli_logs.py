@@ -110,7 +110,7 @@ def test_download_to_writes_the_files(env):
 WAITER = """
 import pathlib, sys, time
 print("first", flush=True)
-while not pathlib.Path("go").exists():
+while not pathlib.Path(sys.argv[2]).exists():
     time.sleep(0.05)
 print("second", flush=True)
 sys.exit(int(sys.argv[1]))
@@ -120,7 +120,7 @@ sys.exit(int(sys.argv[1]))
 @pytest.mark.parametrize("code", [0, 4])
 def test_follow_sees_lines_while_the_job_runs(env, code):
     write(env.tmp, "waiter.py", WAITER)
-    job_id = start(env, f"{PY} waiter.py {code}")
+    job_id = start(env, f"{PY} waiter.py {code} {env.tmp / 'go'}")
     follower = subprocess.Popen(
         [sys.executable, "-m", "jupyter_air.cli", "logs", job_id, "--follow"],
         stdout=subprocess.PIPE,
@@ -180,7 +180,8 @@ def test_follow_goes_through_the_retries(env):
 SPAWNER = """
 import os, pathlib, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-pathlib.Path(f"pids-{os.environ['NODE_RANK']}").write_text(f"{os.getpid()} {child.pid}")
+folder = pathlib.Path(os.environ["JUPYTER_AIR_WORKING_DIR"])  # not the snapshot it runs in
+(folder / f"pids-{os.environ['NODE_RANK']}").write_text(f"{os.getpid()} {child.pid}")
 time.sleep(300)
 """
 

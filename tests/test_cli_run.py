@@ -253,7 +253,8 @@ def test_a_job_outlives_the_process_that_submitted_it(env):
         env.tmp,
         "wait.py",
         "import pathlib, time\nprint('waiting', flush=True)\n"
-        "while not pathlib.Path('go').exists(): time.sleep(0.05)\nprint('went')\n",
+        f"while not pathlib.Path({str(env.tmp / 'go')!r}).exists(): time.sleep(0.05)\n"
+        "print('went')\n",
     )
     spec = write(
         env.tmp,

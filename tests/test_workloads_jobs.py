@@ -18,6 +18,7 @@ from jupyter_air.tracking.experiments import ExperimentError
 from jupyter_air.workloads.capacity import GpuInventory, gpu_inventory
 from jupyter_air.workloads.jobs import cancel, get_job, submit
 from jupyter_air.workloads.logquery import query_logs
+from jupyter_air.workloads.paths import job_dir
 from jupyter_air.workloads.spec import load_spec
 from jupyter_air.workloads.store import JobStore
 from jupyter_air.workloads.supervisor import TAG_ATTEMPT, TAG_JOB
@@ -111,7 +112,10 @@ def test_fails_twice_then_succeeds(env):
         assert seen["LR"] == "3e-5"
     errors = query_logs(env.store, job.id, attempt=1, level="warning")
     assert [line.text for line in errors.lines] == ["WARNING: attempt 1"]
-    assert (env.tmp / "counter.txt").read_text() == "3"
+    # the attempts ran in one snapshot of the folder, which the working folder does not see
+    snapshot = job_dir(env.store.data_dir, job.id) / "code"
+    assert (snapshot / "counter.txt").read_text() == "3"
+    assert not (env.tmp / "counter.txt").exists()
 
 
 def test_always_failing_fails_after_the_retries(env):
@@ -158,7 +162,8 @@ dist.init_process_group("gloo")
 value = torch.tensor([dist.get_rank() + 1.0])
 dist.all_reduce(value)
 keys = ["NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
-        "CUDA_DEVICE_ORDER", "MLFLOW_RUN_ID", "JUPYTER_AIR_JOB_ID", "RANK", "WORLD_SIZE"]
+        "CUDA_DEVICE_ORDER", "MLFLOW_RUN_ID", "JUPYTER_AIR_JOB_ID", "RANK", "WORLD_SIZE",
+        "JUPYTER_AIR_WORKING_DIR"]
 info = {k: os.environ.get(k) for k in keys}
 info["sum"] = value.item()
 info["cwd"] = os.getcwd()
@@ -194,7 +199,8 @@ def test_two_nodes_rendezvous_with_torchrun_and_get_their_gpus(env):
         assert info["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
         assert info["MLFLOW_RUN_ID"] == attempt.mlflow_run_id  # all nodes share the run
         assert info["JUPYTER_AIR_JOB_ID"] == job.id
-        assert info["cwd"] == str(env.tmp / "work")
+        assert info["cwd"] == str(job_dir(env.store.data_dir, job.id) / "code")  # a snapshot
+        assert info["JUPYTER_AIR_WORKING_DIR"] == str(env.tmp / "work")
     assert seen[0]["MASTER_PORT"] == seen[1]["MASTER_PORT"]
     assert [n.gpus for n in attempt.nodes] == ["0", "1"]
     run = env.client.get_run(attempt.mlflow_run_id)
@@ -211,7 +217,8 @@ def test_two_nodes_rendezvous_with_torchrun_and_get_their_gpus(env):
 SPAWNER = """
 import os, subprocess, sys, time, pathlib
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-pathlib.Path(f"pids-{os.environ['NODE_RANK']}").write_text(f"{os.getpid()} {child.pid}")
+folder = pathlib.Path(os.environ["JUPYTER_AIR_WORKING_DIR"])  # not the snapshot it runs in
+(folder / f"pids-{os.environ['NODE_RANK']}").write_text(f"{os.getpid()} {child.pid}")
 print("running", flush=True)
 time.sleep(300)
 """

@@ -9,7 +9,7 @@ from test_workloads_store import new_job
 
 from jupyter_air.workloads.logfile import LogWriter
 from jupyter_air.workloads.logquery import query_logs
-from jupyter_air.workloads.paths import log_path
+from jupyter_air.workloads.paths import job_dir, log_path
 from jupyter_air.workloads.retention import purge_logs
 from jupyter_air.workloads.store import JobStore
 
@@ -39,9 +39,14 @@ def test_purge(tmp_path, monkeypatch):
     running, running_log = finished_job(store, None)
     store.update_job(running.id, submitted_at=time.time() - 100 * DAY)
 
+    snapshots = [job_dir(store.data_dir, job.id) / "code" for job in (old, recent)]
+    for snapshot in snapshots:
+        snapshot.mkdir()
+        (snapshot / "train.py").write_text("print(1)\n")
     report = purge_logs(store)
     assert report.jobs == [old.id] and report.bytes > 0
     assert not old_log.exists() and not old_log.parent.exists()
+    assert not snapshots[0].exists() and snapshots[1].exists()  # with its logs
     assert recent_log.exists() and running_log.exists()
     assert store.log_files(old.id) == []
     assert len(store.log_files(recent.id)) == 1

@@ -45,14 +45,21 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def air(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the ``air`` command (as ``python -m jupyter_air.cli``) to its end."""
+def air(
+    *args: str, timeout: float = 120, cwd: Path | None = None, columns: int | None = None
+) -> subprocess.CompletedProcess:
+    """Run the ``air`` command (as ``python -m jupyter_air.cli``) to its end, its output not
+    a terminal: lines are cut to fit ``columns`` only when given (``COLUMNS``)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run(
         [sys.executable, "-m", "jupyter_air.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
+        env=env,
     )
 
 

@@ -81,6 +81,22 @@ class JobWarning(ApiModel):
     message: str
 
 
+class JobCode(ApiModel):
+    """The code the job run runs: a snapshot of its working folder taken at submission, or the
+    folder itself (live), and its git commit when the folder is in a git repository."""
+
+    source: str = Field(description="'snapshot' or 'live'")
+    folder: str = Field(description="the working_dir submitted")
+    path: str | None = Field(None, description="the snapshot, in the job's folder")
+    files: int | None = Field(None, description="files in the snapshot")
+    bytes: int | None = Field(None, description="their size")
+    git: bool = Field(False, description="the folder is in a git repository")
+    git_commit: str | None = Field(None, description="its HEAD at submission")
+    git_dirty: bool | None = Field(
+        None, description="the folder had changes not committed (untracked files too)"
+    )
+
+
 class Job(ApiModel):
     """A job run: one submission of a workload, with every attempt."""
 
@@ -99,6 +115,7 @@ class Job(ApiModel):
     max_retries: int
     timeout_minutes: float | None = Field(None, description="per attempt")
     working_dir: str | None = None
+    code: JobCode | None = Field(None, description="null for job runs submitted before snapshots")
     spec_path: str | None = Field(None, description="the workload YAML submitted")
     source: str | None = Field(None, description="'cli', 'magic', …")
     notebook: str | None = None

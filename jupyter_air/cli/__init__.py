@@ -48,12 +48,14 @@ __all__ = [
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .. import agent_command
+    from .commands_explain import cmd_explain, field_help_argv
     from .commands_jobs import cmd_cancel, cmd_get, cmd_list
     from .commands_logs import cmd_logs
     from .commands_run import cmd_run
     from .commands_schedule import cmd_schedule
 
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(field_help_argv(given))
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     from ..workloads.tracking_calls import bound_mlflow_calls
 
@@ -65,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "logs": cmd_logs,
         "cancel": cmd_cancel,
         "schedule": cmd_schedule,
+        "explain": cmd_explain,
         **agent_command.HANDLERS,
     }
     try:

@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.enums import JOB_ACTIVE, JobStatus
 from .common import EXIT_OK, EXIT_USAGE, CliError, checked_job, connection, open_store
-from .render import duration_text, json_out, outcome_text, status_text, table, time_text
+from .render import (
+    duration_text,
+    fields,
+    json_out,
+    outcome_text,
+    say,
+    status_text,
+    table,
+    time_cell,
+    time_text,
+)
 
 if TYPE_CHECKING:
     from ..api.workloads import Job
@@ -65,7 +75,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             job.run_name,
             f"{len(job.attempts)}/{job.max_retries + 1}",
             compute_text(job.compute),
-            time_text(job.submitted_at),
+            time_cell(job.submitted_at),
             duration_text(duration_s(job)),
         ]
         for job in jobs
@@ -73,7 +83,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.all_users:
         rows = [[*row, job.user or "?"] for row, job in zip(rows, jobs, strict=True)]
     headers = ["ID", "STATUS", "EXPERIMENT", "RUN NAME", "ATTEMPTS", "COMPUTE", "SUBMITTED"]
-    table([*headers, "DURATION", *(["USER"] if args.all_users else [])], rows)
+    headers += ["DURATION", *(["USER"] if args.all_users else [])]
+    # on a narrow terminal: without the run name, the duration, the attempts (air get run)
+    table(headers, rows, keep=(0, 1, 5), drop=(3, 7, 4))
     return EXIT_OK
 
 
@@ -107,6 +119,7 @@ def _filters(given: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 # air get run --------------------------------------------------------------------------------
 def cmd_get(args: argparse.Namespace) -> int:
+    from ..workloads.snapshot import CodeRecord, code_text
     from ..workloads.spec import recorded_overrides
     from ..workloads.views import compute_text, job_view
 
@@ -122,9 +135,9 @@ def cmd_get(args: argparse.Namespace) -> int:
     if args.output == "json":
         json_out(view.model_dump(mode="json"))
         return EXIT_OK
-    print(f"Job run {job.id}: {status_text(job.status, job.reason)}")
+    say(f"Job run {job.id}: {status_text(job.status, job.reason)}")
     silent = view.supervisor_silent_s
-    fields = [
+    rows = [
         ("Experiment", f"{job.experiment_name} (id {job.experiment_id})"),
         ("Run name", job.run_name),
         ("Command", job.command),
@@ -134,6 +147,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         ("Compute", compute_text(job.compute) + _gpus_text(job)),
         ("Backend", _backend_text(job)),
         ("Working dir", job.working_dir),
+        ("Code", code_text(CodeRecord.from_dict(job.spec.get("code")))),
         ("Retries", f"up to {job.max_retries}"),
         ("Timeout", f"{job.timeout_minutes:g} min per attempt" if job.timeout_minutes else None),
         ("Submitted", f"{time_text(job.submitted_at)} by {job.user} from {_source(job)}"),
@@ -143,13 +157,10 @@ def cmd_get(args: argparse.Namespace) -> int:
         ("Supervisor", f"not seen for {silent:.0f} s" if silent is not None else None),
         ("Logs", "purged (retention)" if job.logs_purged_at else f"air logs {job.id}"),
     ]
-    for label, value in fields:
-        if value:
-            print(f"  {label + ':':<13}{value}")
+    fields(rows, 13)
     if view.warnings:
         print("\nWarnings")
-        for warning in view.warnings[-10:]:
-            print(f"  {time_text(warning.t)}  {warning.message}")
+        fields(((time_text(w.t), w.message) for w in view.warnings[-10:]), 21)
     if view.attempts:
         _print_attempts(view)
     _print_links(view)
@@ -165,15 +176,16 @@ def _print_attempts(view: Job) -> None:
             [
                 str(attempt.attempt),
                 attempt.status,
-                time_text(attempt.started_at),
+                time_cell(attempt.started_at),
                 duration_text(attempt.duration_s),
                 f"{attempt.backend} {hosts}".strip(),
                 attempt.reason or "",
-                attempt.links.run or attempt.mlflow_run_id or "",
+                attempt.mlflow_run_id or "",
             ]
         )
     headers = ["#", "STATUS", "STARTED", "DURATION", "WHERE", "REASON", "MLFLOW RUN"]
-    table(headers, rows, indent=2)
+    # the runs' links follow (Links); on a narrow terminal: without where and how long
+    table(headers, rows, indent=2, keep=(0, 1, 6), drop=(4, 3, 2))
 
 
 def _print_links(view: Job) -> None:
@@ -184,13 +196,12 @@ def _print_links(view: Job) -> None:
             links.append((f"Run {attempt.attempt}", attempt.links.run))
             links.append(("  metrics", attempt.links.system_metrics))
     if not any(link for _, link in links):
-        print(
-            "  none: no Jupyter server with jupyter-air is running to serve the MLflow UI "
-            "(start JupyterLab)."
+        say(
+            "none: no Jupyter server with jupyter-air is running to serve the MLflow UI "
+            "(start JupyterLab).",
+            indent=2,
         )
-    for label, link in links:
-        if link:
-            print(f"  {label + ':':<13}{link}")
+    fields(links, 13)
 
 
 def _backend_text(job: JobRun) -> str:
@@ -242,7 +253,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         json_out(out[0] if len(args.ids) == 1 else out)
     else:
         for job in active:
-            print(outcome_text(cancelled[job.id]))
+            say(outcome_text(cancelled[job.id]))
     return EXIT_OK
 
 

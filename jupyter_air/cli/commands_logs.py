@@ -21,7 +21,7 @@ from .common import (
     connection,
     open_store,
 )
-from .render import json_out, outcome_text
+from .render import json_out, outcome_text, say
 
 if TYPE_CHECKING:
     from ..workloads.connection import Connection
@@ -162,7 +162,7 @@ def follow(
                     end = {"event": "end", "id": ended.id, "status": ended.status}
                     json_out({**end, "reason": ended.reason}, compact=True)
                 else:
-                    print(outcome_text(ended), file=sys.stderr, flush=True)
+                    say(outcome_text(ended), stream=sys.stderr)
                 return EXIT_OK if ended.status == JobStatus.SUCCEEDED else EXIT_JOB_FAILED
     except KeyboardInterrupt:
         print(

@@ -20,7 +20,7 @@ from .common import (
     connection,
     open_store,
 )
-from .render import json_out
+from .render import fields, json_out, say
 
 if TYPE_CHECKING:
     from ..api.workloads import Job
@@ -90,9 +90,12 @@ def _submission_errors(file: str, tracking_uri: Callable[[], str | None]) -> Ite
     """What ``submit`` (and ``dry_run``) raise, as the CLI's errors and exit codes."""
     from ..tracking.experiments import ExperimentError
     from ..workloads.capacity import CapacityError
+    from ..workloads.spec import SpecError
 
     try:
         yield
+    except SpecError as error:  # what the backend or a snapshot cannot take
+        raise CliError(f"{file}: {error}", EXIT_USAGE) from None
     except CapacityError as error:
         raise CliError(str(error), EXIT_CAPACITY) from None
     except ExperimentError as error:
@@ -108,6 +111,7 @@ def _submission_errors(file: str, tracking_uri: Callable[[], str | None]) -> Ite
 
 def _dry_run(args: argparse.Namespace, spec: WorkloadSpec) -> int:
     from ..workloads.dry_run import dry_run
+    from ..workloads.snapshot import CodeRecord, code_text
     from ..workloads.views import compute_text
 
     with _submission_errors(args.file, lambda: os.environ.get("MLFLOW_TRACKING_URI")):
@@ -138,15 +142,14 @@ def _dry_run(args: argparse.Namespace, spec: WorkloadSpec) -> int:
         ("Backend", plan.backend + (f" (cluster {plan.cluster})" if plan.cluster else "")),
         ("Tracking", tracking),
         ("Working dir", spec.working_dir),
+        ("Code", code_text(CodeRecord.from_dict(plan.code))),
         ("Retries", f"up to {spec.max_retries}"),
         ("Timeout", f"{spec.timeout_minutes:g} min per attempt" if spec.timeout_minutes else None),
         ("Env", " ".join(f"{k}={v}" for k, v in spec.env_variables.items())),
         ("Overrides", "  ".join(plan.overrides)),
     ]
-    print(f"Dry run of {args.file}: valid; nothing was created.")
-    for label, value in rows:
-        if value:
-            print(f"  {label + ':':<13}{value}")
+    say(f"Dry run of {args.file}: valid; nothing was created.")
+    fields(rows, 13)
     return EXIT_OK
 
 
@@ -160,12 +163,12 @@ def _is_mlflow_error(error: Exception) -> bool:
 def _print_submitted(job: Job, already: bool = False) -> None:
     links = job.links
     if already:
-        print(
+        say(
             f"Job run {job.id} already submitted with this idempotency key "
             f"({job.status}; experiment {job.experiment_name!r})"
         )
     else:
-        print(f"Submitted job run {job.id} (experiment {job.experiment_name!r})")
+        say(f"Submitted job run {job.id} (experiment {job.experiment_name!r})")
     rows = [
         ("Job", links.job),
         ("Experiment", links.experiment),
@@ -173,8 +176,6 @@ def _print_submitted(job: Job, already: bool = False) -> None:
         ("Logs", f"air logs {job.id} --follow"),
         ("Cancel", f"air cancel {job.id}"),
     ]
-    for label, value in rows:
-        if value:
-            print(f"  {label + ':':<12}{value}")
+    fields(rows, 12)
     if not (links.job or links.experiment):
-        print("  (no links: no Jupyter server with jupyter-air was found to serve the MLflow UI)")
+        say("(no links: no Jupyter server with jupyter-air was found to serve the MLflow UI)", 2)

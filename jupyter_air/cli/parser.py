@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ examples:
   air cancel --all -y                   stop every active job run of yours
   air schedule create w.yaml --cron "0 3 * * *" --timezone Europe/Paris --name nightly
   air schedule list                     schedules, their next firing and last run
+  air explain compute.accelerator_type  a YAML field's type, default and help
 
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server,
@@ -35,10 +37,40 @@ exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no trackin
 
 
 FILTER_KEYS = ("experiment", "accelerator_type", "num_accelerators", "status", "user", "schedule")
+EXAMPLE = re.compile(r"^(\s+)(\S.*?)\s{2,}(\S.*)$")  # "  air run w.yaml    what it does"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and examples as written, each line wrapped to the terminal when it is
+    longer (an example's explanation then goes on the next line, indented)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        for line in text.splitlines():
+            if len(indent + line) <= width:
+                out.append(indent + line)
+                continue
+            lead = indent + line[: len(line) - len(line.lstrip())]
+            example = EXAMPLE.match(line)
+            parts = [example[2], example[3]] if example and example[1] else [line.strip()]
+            hanging = "    " if lead != indent else ""  # examples hang; prose does not
+            for k, part in enumerate(parts):
+                first = lead + "    " * k
+                out += textwrap.wrap(
+                    part,
+                    width,
+                    initial_indent=first,
+                    subsequent_indent=first + hanging,
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+        return "\n".join(out)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = HelpFormatter
     parser = argparse.ArgumentParser(
         prog="air",
         description="Workloads of jupyter-air: job runs with retries, per-node logs and one "
@@ -59,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--override env_variables.LR=3e-5\n"
         "  air run workload.yaml --dry-run --output json\n"
         "  air run workload.yaml --idempotency-key nightly-2026-12-02\n"
-        "  air run workload.yaml --output json | jq -r .id",
+        "  air run workload.yaml --output json | jq -r .id\n"
+        "  air run -h compute.accelerator_type     a field of the YAML (air explain FIELD)",
         formatter_class=formatter,
     )
     run.add_argument("file", metavar="FILE", help="the workload YAML")
@@ -220,6 +253,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _output(cancel)
     _schedule_parsers(commands, formatter)
+
+    explain = commands.add_parser(
+        "explain",
+        help="a workload YAML field: type, default, allowed values, help",
+        description="Say what a field of the workload YAML takes: its type, default, allowed "
+        "values, limits and help (the spec's own schema). Without FIELD: every field.",
+        epilog="examples:\n  air explain compute.accelerator_type\n"
+        "  air run -h compute.accelerator_type     (the same)\n"
+        "  air explain max_retries --output json\n  air explain",
+        formatter_class=formatter,
+    )
+    explain.add_argument(
+        "field", nargs="?", metavar="FIELD", help="a dotted field path (compute.num_nodes)"
+    )
+    _output(explain)
     from .. import agent_command
 
     agent_command.add_parsers(commands)

@@ -63,6 +63,7 @@ def submit_call(
         command=calls.node_command(),
         max_retries=max_retries,
         working_dir=os.getcwd(),
+        code_source="live",  # what runs is in the job's folder already
         env_variables={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), **options.env},
     )
     job_id = new_job_id()

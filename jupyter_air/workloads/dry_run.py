@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .capacity import GpuInventory
 from .connection import find_connection
-from .jobs import place
+from .jobs import code_listing, place
 
 if TYPE_CHECKING:
     from .spec import WorkloadSpec
@@ -32,6 +32,7 @@ class Plan:
     experiment_name: str
     experiment_id: str | None  # None: the experiment would be created
     artifact_location: str | None  # the experiment's, or the one it would be created with
+    code: dict[str, Any] | None = None  # what would be snapshotted (snapshot.CodeRecord)
     overrides: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,6 +56,7 @@ def dry_run(
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
+        code = _code(spec, choice.backend, data)
         connection = find_connection(require_tracking=False, start_embedded=False, data=data)
         if connection is not None and ray is not None:
             ray.check_reachable(connection.tracking_uri)
@@ -72,6 +74,7 @@ def dry_run(
         experiment_name=spec.experiment_name,
         experiment_id=None,
         artifact_location=spec.mlflow_artifact_location,
+        code=code,
     )
     if connection is None:  # submit would start the data folder's own server: a new store
         return plan
@@ -97,3 +100,23 @@ def dry_run(
         plan.experiment_id = str(experiment.experiment_id)
         plan.artifact_location = experiment.artifact_location
     return plan
+
+
+def _code(spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """What the submission would snapshot (files, bytes, git), nothing copied."""
+    from .snapshot import SNAPSHOT, CodeRecord, live_record
+
+    working = spec.working_dir or os.getcwd()
+    listing = code_listing(spec, backend, data)
+    if listing is None:
+        return live_record(working).to_dict()
+    git = listing.git
+    return CodeRecord(
+        source=SNAPSHOT,
+        folder=working,
+        files=len(listing.paths),
+        bytes=listing.bytes,
+        git_commit=git.commit if git else None,
+        git_dirty=git.dirty if git else None,
+        git=git is not None,
+    ).to_dict()

@@ -44,6 +44,7 @@ from .store import (
 if TYPE_CHECKING:
     from ..backends.choice import Choice
     from ..backends.ray_backend import RayBackend
+    from .snapshot import Listing
     from .spec import WorkloadSpec
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,12 @@ def submit(
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
+        listing = code_listing(spec, choice.backend, store.data_dir)
+    except BaseException:
+        if ray is not None:
+            ray.close()
+        raise
+    try:
         if connection is None:
             connection = find_connection(start_embedded=True, data=store.data_dir)
             assert connection is not None
@@ -109,7 +116,7 @@ def submit(
     try:
         return _submit(
             spec, store, connection, gpus, spec_yaml, spec_path, source, notebook, job_id,
-            environ, report, current_user(), choice, idempotency_key, schedule,
+            environ, report, current_user(), choice, idempotency_key, listing, schedule,
         )  # fmt: skip
     finally:
         if connection.lease is not None:  # the supervisor holds its own from now on
@@ -145,6 +152,23 @@ def place(
     return gpus, None
 
 
+def code_listing(
+    spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None = None
+) -> Listing | None:
+    """What the submission snapshots of ``working_dir`` (None: the job runs it live), without
+    the data folder ``data``. Raises SpecError when it is over a snapshot's limits."""
+    from .snapshot import LIVE, SnapshotTooLarge, list_snapshot, resolve_source
+    from .spec import SpecError
+
+    if resolve_source(spec.code_source, backend) == LIVE:
+        return None
+    try:
+        return list_snapshot(spec.working_dir or os.getcwd(), data=data_dir(data))
+    except SnapshotTooLarge as error:
+        field = "code_source" if spec.code_source else "working_dir"
+        raise SpecError([spec.problem(field, str(error), hint=error.hint)]) from None
+
+
 def _submit(
     spec: WorkloadSpec,
     store: JobStore,
@@ -160,9 +184,11 @@ def _submit(
     user: str,
     choice: Choice,
     idempotency_key: str | None,
+    listing: Listing | None,
     schedule: Schedule | None = None,
 ) -> JobRun:
     from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
+    from .snapshot import CODE_FOLDER, copy_snapshot, live_record
     from .tracking_calls import EMBEDDED, EXTERNAL
 
     experiment_id = _experiment(spec, connection, report)
@@ -171,9 +197,11 @@ def _submit(
     job_id = job_id or new_job_id()
     folder = job_dir(store.data_dir, job_id)
     folder.mkdir(parents=True, exist_ok=True)
-    if spec_yaml is not None:
-        (folder / "workload.yaml").write_text(spec_yaml, encoding="utf-8")
     try:
+        if spec_yaml is not None:
+            (folder / "workload.yaml").write_text(spec_yaml, encoding="utf-8")
+        working = spec.working_dir or os.getcwd()
+        code = copy_snapshot(listing, folder / CODE_FOLDER) if listing else live_record(working)
         job = store.create_job(
             id=job_id,
             experiment_name=spec.experiment_name,
@@ -185,7 +213,7 @@ def _submit(
             max_retries=spec.max_retries,
             timeout_minutes=spec.timeout_minutes,
             working_dir=spec.working_dir,
-            spec=spec.model_dump(),
+            spec={**spec.model_dump(), "code": code.to_dict()},
             spec_yaml=spec_yaml,
             spec_path=str(Path(spec_path).resolve()) if spec_path else None,
             source=source,
@@ -201,7 +229,7 @@ def _submit(
             schedule_id=schedule.id if schedule else None,
             schedule_name=schedule.name if schedule else None,
         )
-    except AlreadySubmitted:  # another submission with the key was first
+    except BaseException:  # nothing half-created (another submission with the key was first)
         shutil.rmtree(folder, ignore_errors=True)
         raise
     env = _supervisor_environment(environ or os.environ, connection, store.data_dir)
@@ -210,7 +238,7 @@ def _submit(
             [sys.executable, "-m", "jupyter_air.workloads.supervisor", job.id],
             log_file=folder / "supervisor.log",
             env=env,
-            cwd=spec.working_dir or os.getcwd(),
+            cwd=working,
         )
     except OSError as error:
         store.finish_job(job.id, FAILED, f"could not start the supervisor: {error}")

@@ -1,5 +1,6 @@
 """Log retention: the logs of job runs that ended more than N days ago (60 by default) are
-removed — their files and their rows in the log index. Job runs stay listed (marked as purged)
+removed — their files and their rows in the log index — with their code snapshots (the small
+ones stay in their MLflow runs as the artifact ``code/``). Job runs stay listed (marked as purged)
 and their MLflow runs, with the log artifacts uploaded to them, are kept.
 
 Runs at every submission (cheap: one indexed query) and is what the Jupyter server calls daily.
@@ -15,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from .paths import job_dir
+from .snapshot import CODE_FOLDER
 from .store import JobStore
 
 DEFAULT_DAYS = 60.0
@@ -56,6 +58,7 @@ def purge_logs(
                 report.bytes += path.stat().st_size
         for attempt in folder.glob("attempt_*"):
             shutil.rmtree(attempt, ignore_errors=True)
+        shutil.rmtree(folder / CODE_FOLDER, ignore_errors=True)  # its code snapshot too
         store.mark_logs_purged(job_id)
         report.jobs.append(job_id)
     return report

@@ -10,6 +10,7 @@ command: torchrun --nproc_per_node=2 train.py
 max_retries: 2
 timeout_minutes: 60                   # per attempt
 working_dir: .                        # default: the YAML file's folder
+code_source: snapshot                 # or live; default snapshot (live on the ray backend)
 env_variables: {LR: "3e-5"}
 schedule: {cron: "0 3 * * *", timezone: Europe/Paris}  # air schedule create (optional)
 ```
@@ -70,12 +71,21 @@ RESERVED_ENV = frozenset(
 class Compute(BaseModel):
     """What each attempt needs: ``num_nodes`` nodes with ``num_accelerators`` accelerators each."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     num_accelerators: Accelerators = 1
+    """Accelerators per node; the node's command sees exactly these GPUs
+    (CUDA_VISIBLE_DEVICES)."""
     accelerator_type: str = "GPU"
+    """GPU (any NVIDIA GPU), CPU (no GPU at all: CUDA_VISIBLE_DEVICES is empty), or a GPU model
+    matched against the device names NVML reports (H100 matches "NVIDIA H100 80GB HBM3"; case
+    does not matter)."""
     num_nodes: Nodes = 1
+    """Nodes per attempt; the command runs once per node."""
     backend: Literal["local", "ray"] | None = None  # None: chosen by backends.choice
+    """local (every node on this machine) or ray (each node on its own Ray node,
+    docs/clusters.md); when absent: c.JupyterAir.cluster / JUPYTER_AIR_CLUSTER, else ray if
+    RAY_ADDRESS is set, else local."""
 
     @field_validator("accelerator_type", mode="before")
     @classmethod
@@ -95,12 +105,19 @@ class ScheduleSpec(BaseModel):
     do when the previous run still runs (``overlap``) and with slots missed while no Jupyter
     server ran (``catch_up``). ``air run`` ignores it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     cron: Annotated[str, Field(strict=True, min_length=1, max_length=MAX_CRON)]
+    """Five fields (minute hour day-of-month month day-of-week, e.g. "0 3 * * *") or @hourly,
+    @daily, @weekly, @monthly, @yearly."""
     timezone: Annotated[str, Field(strict=True, min_length=1, max_length=MAX_NAME)] = "UTC"
+    """The IANA timezone the cron expression is read in (Europe/Paris)."""
     overlap: Literal["skip", "queue", "allow"] = "skip"
+    """A firing while the schedule's previous run still runs: skip it, queue it (at most one,
+    run when the previous ends) or allow it (both run)."""
     catch_up: Literal["latest", "none"] = "latest"
+    """Slots missed while no Jupyter server ran: run the latest of them, or none (wait for the
+    next)."""
 
     @field_validator("cron", mode="after")
     @classmethod
@@ -120,18 +137,43 @@ class ScheduleSpec(BaseModel):
 class WorkloadSpec(BaseModel):
     """A workload as submitted: one job run, each attempt a new MLflow run in the experiment."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     experiment_name: Name
+    """MLflow experiment of the runs; created when missing (tagged as a model-training
+    experiment), else runs are added to it."""
     mlflow_run_name: Name | None = None
+    """Name of each attempt's MLflow run."""
     mlflow_artifact_location: Text | None = None
+    """Artifact location given to the experiment when it is created. A relative path is relative
+    to the YAML file's folder; a URI (s3://…) is kept as it is. If the experiment already exists
+    with another location, the submission is refused (an experiment's location cannot change)."""
     compute: Compute = Field(default_factory=Compute)
+    """What each attempt needs: num_nodes nodes with num_accelerators accelerators each."""
     command: Text | Annotated[list[Text], Field(max_length=MAX_COMMAND_ITEMS)]
+    """A string, run by /bin/sh -c (so $NODE_RANK and && work), or a list of strings run as it
+    is ([python, train.py, --lr, "3e-5"])."""
     max_retries: Retries = 0
+    """Attempts after the first one that fails (non-zero exit, killed by a signal, or timed
+    out)."""
     timeout_minutes: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_MINUTES)] | None = None
+    """Per attempt: an attempt still running after this long is stopped and counts as failed
+    (so it is retried)."""
     working_dir: Text | None = None
-    env_variables: dict[str, str] = Field(default_factory=dict)
+    """The workload's folder, relative to the YAML file's folder; must exist. The command runs
+    in its snapshot (code_source) or, live, in the folder itself."""
+    code_source: Literal["snapshot", "live"] | None = None
+    """snapshot: working_dir is copied into the job's folder at submission (respecting
+    .gitignore in a git repository; at most 20,000 files and 256 MiB) and every attempt, retries
+    too, runs the copy; live: every attempt runs working_dir as it is when it starts."""
+    env_variables: Annotated[dict[str, str], Field(max_length=MAX_ENV_VARIABLES)] = Field(
+        default_factory=dict
+    )
+    """Extra environment variables (NAME: value; numbers and true/false become strings). Those
+    jupyter-air sets for each attempt cannot be set."""
     schedule: ScheduleSpec | None = None
+    """When set, `air schedule create FILE` runs the workload on this schedule (cron, timezone,
+    overlap, catch_up); `air run` ignores it."""
 
     _lines: dict[str, int] = PrivateAttr(default_factory=dict)  # dotted field → line
     _overridden: frozenset[str] = PrivateAttr(default_factory=frozenset)  # from --override
@@ -213,6 +255,10 @@ FIELD_HELP: dict[str, str] = {
     "max_retries": f"must be an integer from 0 to {MAX_RETRIES}",
     "timeout_minutes": f"must be a positive number of minutes, at most {MAX_TIMEOUT_MINUTES}",
     "working_dir": "must be a folder path (a non-empty string)",
+    "code_source": (
+        "must be snapshot (every attempt runs a copy made at submission) or live (every "
+        "attempt runs working_dir as it is then)"
+    ),
     "env_variables": f"must be a mapping of NAME: value (at most {MAX_ENV_VARIABLES})",
     "schedule": "must be a mapping with cron, timezone, overlap, catch_up",
     "schedule.cron": (
@@ -226,6 +272,17 @@ FIELD_HELP: dict[str, str] = {
     "schedule.catch_up": (
         "must be latest (after downtime, run the latest missed slot) or none (wait for the next)"
     ),
+}
+
+# what a field left out means, where its default is not a value (the field reference shows it)
+UNSET_MEANS = {
+    "mlflow_run_name": "experiment_name",
+    "mlflow_artifact_location": "the tracking server's default",
+    "compute.backend": "chosen (see the field's help)",
+    "timeout_minutes": "none",
+    "working_dir": "the YAML file's folder",
+    "code_source": "snapshot (live on the ray backend)",
+    "schedule": "none",
 }
 
 REQUIRED_HELP = {

@@ -31,6 +31,14 @@ from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_fo
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .heartbeat import Heartbeat
 from .paths import data_dir, log_path
+from .snapshot import (
+    CODE_FOLDER,
+    WORKING_DIR_ENV,
+    CodeRecord,
+    artifact_sized,
+    attempt_cwd,
+    run_tags,
+)
 from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
 
@@ -202,6 +210,8 @@ class JobAttempts:
         if run is not None:
             from .artifacts import LogUploader
 
+            self._log_code(run)
+
             writers = self.writers
             self.uploader = LogUploader(
                 run.client,
@@ -217,9 +227,10 @@ class JobAttempts:
             **(run.env() if run is not None else {}),
             JOB_ENV: job.id,
             "JUPYTER_AIR_ATTEMPT": str(attempt),
+            WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
         }
         argv = argv_for(spec["command"])
-        cwd = job.working_dir or os.getcwd()
+        cwd = attempt_cwd(job.working_dir, CodeRecord.from_dict(spec.get("code")))
         files, folders = self._call_files(attempt)
         nodes = [
             NodeLaunch(
@@ -244,6 +255,15 @@ class JobAttempts:
             accelerator_type=str(compute.get("accelerator_type", "GPU")),
             grace_s=self.supervisor.grace_s,
         )
+
+    def _log_code(self, run: Any) -> None:
+        """The snapshot as the run's artifact ``code/``, when it is small (else its path is a
+        tag of the run, ``run_tags``)."""
+        code = CodeRecord.from_dict(self.job.spec.get("code"))
+        if code is not None and code.path and artifact_sized(code):
+            self.tracking.call(
+                "logging the code", run.client.log_artifacts, run.run_id, code.path, CODE_FOLDER
+            )
 
     def _call_files(self, attempt: int) -> tuple[dict[str, bytes], list[str]]:
         """A ``.distributed(remote=True)`` job: the call every node gets, and each node's run
@@ -286,6 +306,7 @@ class JobAttempts:
             "mlflow.source.type": "JOB",
         }
         tags["mlflow.source.name"] = job.notebook or source
+        tags.update(run_tags(CodeRecord.from_dict(job.spec.get("code"))))
         function = self._call_function()
         if function:
             tags["jupyter_air.function"] = function

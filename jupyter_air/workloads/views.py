@@ -92,6 +92,7 @@ def _fields(job: JobRun, conn: Connection | None) -> dict[str, Any]:
         "max_retries": job.max_retries,
         "timeout_minutes": job.timeout_minutes,
         "working_dir": job.working_dir,
+        "code": job.spec.get("code") if isinstance(job.spec.get("code"), dict) else None,
         "spec_path": job.spec_path,
         "source": job.source,
         "notebook": job.notebook,

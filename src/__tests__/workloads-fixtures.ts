@@ -93,6 +93,7 @@ export function job(id: string, overrides: Partial<IJob> = {}): IJob {
     max_retries: 1,
     timeout_minutes: null,
     working_dir: '/home/ada',
+    code: null,
     spec_path: '/home/ada/demo.yaml',
     source: 'cli',
     notebook: null,

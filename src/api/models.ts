@@ -218,6 +218,8 @@ export interface IJob {
   /** per attempt */
   timeout_minutes: number | null;
   working_dir: string | null;
+  /** null for job runs submitted before snapshots */
+  code: IJobCode | null;
   /** the workload YAML submitted */
   spec_path: string | null;
   /** 'cli', 'magic', … */
@@ -272,6 +274,30 @@ export interface IJobAttempt {
 }
 
 /**
+ * The code the job run runs: a snapshot of its working folder taken at
+ * submission, or the folder itself (live), and its git commit when the folder
+ * is in a git repository.
+ */
+export interface IJobCode {
+  /** 'snapshot' or 'live' */
+  source: string;
+  /** the working_dir submitted */
+  folder: string;
+  /** the snapshot, in the job's folder */
+  path: string | null;
+  /** files in the snapshot */
+  files: number | null;
+  /** their size */
+  bytes: number | null;
+  /** the folder is in a git repository */
+  git: boolean;
+  /** its HEAD at submission */
+  git_commit: string | null;
+  /** the folder had changes not committed (untracked files too) */
+  git_dirty: boolean | null;
+}
+
+/**
  * `GET air/api/workloads/{id}`: a job run with the workload YAML as submitted.
  */
 export interface IJobDetail {
@@ -297,6 +323,8 @@ export interface IJobDetail {
   /** per attempt */
   timeout_minutes: number | null;
   working_dir: string | null;
+  /** null for job runs submitted before snapshots */
+  code: IJobCode | null;
   /** the workload YAML submitted */
   spec_path: string | null;
   /** 'cli', 'magic', … */
