@@ -367,7 +367,7 @@ def start_live(
     """The live widget of the run shown by ``display`` (a tracking.display.RunDisplay: the
     widget takes the place of its run card until ``finish``), or None
     where the frontend cannot show widgets (or they fail to start: today's output then)."""
-    if display is None or not display.bundle or not widgets_shown():
+    if display is None or not widgets_shown() or not getattr(display, "bundle", None):
         return None
     try:
         return LiveCall(
