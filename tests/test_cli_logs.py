@@ -12,8 +12,8 @@ import pytest
 from workloads_support import (
     PY,
     air,
-    air_environment,
     alive,
+    cli_env,
     deny_reading,
     wait_for,
     wait_until,
@@ -24,13 +24,11 @@ from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
 from jupyter_air.workloads.paths import job_dir
 from jupyter_air.workloads.spec import load_spec
-from jupyter_air.workloads.store import JobStore
 
 
 @pytest.fixture
 def env(mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    return type("Env", (), {"store": JobStore.for_data_dir(data), "tmp": tmp_path})
+    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 def start(env, command: str, **fields) -> str:

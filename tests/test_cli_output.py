@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, write
+from workloads_support import PY, air, cli_env, wait_for, write
 
 from jupyter_air.workloads.fields import DOCS_END, DOCS_START, all_fields, with_reference
 from jupyter_air.workloads.spec import WorkloadSpec
-from jupyter_air.workloads.store import JobStore
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "workloads.md"
@@ -23,8 +22,7 @@ DOC = ROOT / "docs" / "workloads.md"
 
 @pytest.fixture
 def env(mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    return type("Env", (), {"store": JobStore.for_data_dir(data), "tmp": tmp_path})
+    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 # air explain ---------------------------------------------------------------------------------

@@ -7,26 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, write
-
-from jupyter_air.workloads.store import JobStore
+from workloads_support import PY, air, cli_env, wait_for, write
 
 
 @pytest.fixture
 def env(mlflow_server, monkeypatch, tmp_path):
-    import mlflow
-
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    return type(
-        "Env",
-        (),
-        {
-            "store": JobStore.for_data_dir(data),
-            "tmp": tmp_path,
-            "url": mlflow_server.url,
-            "client": mlflow.MlflowClient(mlflow_server.url),
-        },
-    )
+    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 def _spec(env, name: str = "w.yaml", command: str = f"{PY} -c 'print(1)'", extra: str = ""):

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, wait_until, write
+from workloads_support import PY, air, cli_env, wait_for, wait_until, write
 
 from jupyter_air.workloads.paths import job_dir, log_path
 from jupyter_air.workloads.snapshot import (
@@ -22,7 +22,6 @@ from jupyter_air.workloads.snapshot import (
     attempt_cwd,
     resolve_source,
 )
-from jupyter_air.workloads.store import JobStore
 
 # attempt 1 says which version it is, then waits for the test's signal and fails; attempt 2
 # says which version it is and succeeds
@@ -41,18 +40,7 @@ if os.environ["JUPYTER_AIR_ATTEMPT"] == "1":
 
 @pytest.fixture
 def env(mlflow_server, monkeypatch, tmp_path):
-    import mlflow
-
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    return type(
-        "Env",
-        (),
-        {
-            "store": JobStore.for_data_dir(data),
-            "tmp": tmp_path,
-            "client": mlflow.MlflowClient(mlflow_server.url),
-        },
-    )
+    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 def git(folder: Path, *args: str) -> str:

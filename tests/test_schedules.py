@@ -9,7 +9,7 @@ import textwrap
 import threading
 
 import pytest
-from workloads_support import PY, air_environment, wait_for, write
+from workloads_support import PY, cli_env, wait_for, write
 
 from jupyter_air.workloads.schedules import (
     Scheduler,
@@ -27,8 +27,7 @@ T0 = 1_800_000_000  # a whole hour (and a multiple of 10 minutes), UTC
 
 @pytest.fixture
 def env(mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    return type("Env", (), {"store": JobStore.for_data_dir(data), "tmp": tmp_path})
+    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 class Clock:

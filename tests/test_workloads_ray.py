@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, wait_until, write
+from workloads_support import PY, air, cli_env, wait_for, wait_until, write
 
 from jupyter_air.workloads.logquery import query_logs
-from jupyter_air.workloads.store import JobStore
 
 TRAIN = """
 import os, time
@@ -37,23 +36,11 @@ dist.destroy_process_group()
 
 @pytest.fixture
 def env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
+    env = cli_env(monkeypatch, tmp_path, mlflow_server, cluster=ray_cluster)
     for name, value in ray_cluster.env().items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
-    import mlflow
-
-    return type(
-        "Env",
-        (),
-        {
-            "store": JobStore.for_data_dir(data),
-            "data": data,
-            "tmp": tmp_path,
-            "cluster": ray_cluster,
-            "client": mlflow.MlflowClient(mlflow_server.url),
-        },
-    )
+    return env
 
 
 def submit(env, name: str, fields: str, command: str, *extra: str) -> str:

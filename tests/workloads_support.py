@@ -9,6 +9,8 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from jupyter_air.workloads.store import TERMINAL, JobRun, JobStore
 
@@ -36,6 +38,22 @@ def air_environment(monkeypatch, tmp_path: Path, tracking_uri: str | None) -> Pa
     bin_dir = os.path.dirname(sys.executable)
     monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
     return data
+
+
+def cli_env(monkeypatch, tmp_path: Path, mlflow_server, **more: Any) -> SimpleNamespace:
+    """A CLI test's world (``air_environment`` on the session's tracking server): ``store``,
+    ``data``, ``tmp``, ``url``, ``client`` (an MLflow client of that server), and ``more``."""
+    import mlflow
+
+    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
+    return SimpleNamespace(
+        store=JobStore.for_data_dir(data),
+        data=data,
+        tmp=tmp_path,
+        url=mlflow_server.url,
+        client=mlflow.MlflowClient(mlflow_server.url),
+        **more,
+    )
 
 
 def write(folder: Path, name: str, text: str) -> Path:
