@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from types import SimpleNamespace
 
@@ -212,6 +213,38 @@ def test_two_nodes_rendezvous_with_torchrun_and_get_their_gpus(env):
         "logs/attempt_1/node_0.log",
         "logs/attempt_1/node_1.log",
     ]
+
+
+SHARED_PIPE = """
+import os, subprocess, sys
+if len(sys.argv) == 1:  # the node: three ranks that share its output
+    print("hook", os.environ.get("SITE_HOOK"))
+    ranks = [subprocess.Popen([sys.executable, __file__, str(r)]) for r in range(3)]
+    sys.exit(max(rank.wait() for rank in ranks))
+for i in range(3000):
+    print(f"rank {sys.argv[1]} line {i} " + "x" * 60)  # no flush: each line still streams
+"""
+
+
+def test_ranks_that_share_a_node_s_output_each_print_whole_lines(env):
+    """Ranks of one node write to one pipe, unbuffered so that output streams; each printed line
+    still reaches the log whole, not cut by another rank's (a user's sitecustomize still runs)."""
+    write(env.tmp, "ranks.py", SHARED_PIPE)
+    write(env.tmp, "site/sitecustomize.py", "import os\nos.environ['SITE_HOOK'] = 'ran'\n")
+    job = start(
+        env,
+        f"experiment_name: pipe-{env.tmp.name}\n"
+        "compute: {accelerator_type: CPU}\n"
+        f"command: {PY} ranks.py\n"
+        f"env_variables: {{PYTHONPATH: {env.tmp / 'site'}}}\n",
+    )
+    job = wait_for(env.store, job.id, timeout=120)
+    assert job.status == "SUCCEEDED", job.reason
+    texts = [line.text for line in query_logs(env.store, job.id, limit=20000).lines]
+    assert texts[0] == "hook ran"
+    cut = [t for t in texts[1:] if not re.fullmatch(r"rank [0-2] line \d+ x{60}", t)]
+    assert cut == []
+    assert len(texts) == 1 + 3 * 3000
 
 
 SPAWNER = """

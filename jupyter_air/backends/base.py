@@ -9,6 +9,7 @@ brought home by ``sync_logs`` from a remote one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -16,6 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..workloads.logfile import LogWriter
     from ..workloads.spec import WorkloadSpec
+
+
+# put first on every node's PYTHONPATH: a start-up hook that makes Python print whole lines
+WHOLE_LINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "whole_lines")
 
 
 class PlacementError(RuntimeError):
@@ -178,6 +183,8 @@ def node_environment(
             "CUDA_VISIBLE_DEVICES": cuda_visible_devices,
         }
     )
+    # each line a Python rank prints reaches the log whole (whole_lines/sitecustomize.py)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (WHOLE_LINES, env.get("PYTHONPATH")) if p)
     return env
 
 
