@@ -115,8 +115,14 @@ class RayCluster:
         """A machine lost: SIGKILL of that node's raylet and its processes."""
         assert self.command(f"kill {node_id}")["killed"] == node_id
 
-    def add(self) -> None:
-        self.command("add")
+    @property
+    def size(self) -> int:
+        return 1 + len(self.workers)
+
+    def ensure(self, count: int) -> None:
+        """At least ``count`` nodes (a test that lost one leaves the cluster smaller)."""
+        while self.size < count:
+            self.command("add")
 
 
 @pytest.fixture(scope="session")

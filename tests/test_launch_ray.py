@@ -237,6 +237,7 @@ print(json.dumps(answers))
 
 
 def test_the_cluster_decides_the_gpus_per_node(cluster_env, tmp_path):
+    cluster_env.ensure(3)  # the plans below ask for 3 nodes
     # in a process of its own, as a kernel is: Ray is not connected from the test process
     done = subprocess.run(
         [sys.executable, "-c", PLANS], capture_output=True, text=True, cwd=tmp_path, timeout=180

@@ -106,7 +106,7 @@ class _Nodes:
     """The call's nodes as the single-node code sees its agent process: ``poll()`` is None while
     one of them runs, then the first non-zero exit code (or 0)."""
 
-    def __init__(self, group: RayGroup, every_s: float = 0.5) -> None:
+    def __init__(self, group: RayGroup, every_s: float = 0.1) -> None:
         self.group = group
         self.returncode: int | None = None
         self.pid = 0
