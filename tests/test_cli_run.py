@@ -7,7 +7,9 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import socket
 import threading
+import time
 
 import pytest
 from workloads_support import PY, air, air_environment, wait_for, wait_until, write
@@ -350,3 +352,43 @@ def test_connection_from_a_kernel_or_terminal_environment(monkeypatch, tmp_path)
     assert find_connection(require_tracking=False) is None
     with pytest.raises(NoTrackingServer):
         find_connection()
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_only_a_host_and_port_is_probed_before_connecting_to_ray():
+    from jupyter_air.backends.ray_backend import probe
+    from jupyter_air.workloads.capacity import ClusterUnreachableError
+
+    probe("auto", 1.0)  # Ray's own discovery: nothing to probe
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        probe(f"127.0.0.1:{listening.getsockname()[1]}", 1.0)  # something answers
+    for address in (f"127.0.0.1:{closed_port()}", f"ray://127.0.0.1:{closed_port()}"):
+        with pytest.raises(ClusterUnreachableError, match=f"the Ray cluster at {address} does"):
+            probe(address, 1.0)
+
+
+def test_a_ray_cluster_that_does_not_answer_is_said_at_once(env, monkeypatch):
+    """A wrong RAY_ADDRESS: one clear error within seconds (``ray.init`` alone waits for
+    minutes), exit 4, no job run created."""
+    port = closed_port()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setenv("JUPYTER_AIR_RAY_CONNECT_TIMEOUT_S", "3")
+    spec = write(
+        env.tmp,
+        "w.yaml",
+        "experiment_name: e\ncompute: {num_nodes: 2, accelerator_type: CPU}\ncommand: 'true'\n",
+    )
+    started = time.monotonic()
+    result = air("run", str(spec), timeout=60)
+    assert result.returncode == 4, result.stderr
+    assert f"the Ray cluster at 127.0.0.1:{port} does not answer" in result.stderr
+    assert "docs/clusters.md" in result.stderr and "Traceback" not in result.stderr
+    assert time.monotonic() - started < 30
+    assert not env.store.path.exists() or env.store.count_jobs() == 0

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 PLACEMENT_ENV = "JUPYTER_AIR_RAY_PLACEMENT_TIMEOUT_S"
 LOST_ENV = "JUPYTER_AIR_RAY_LOST_S"
+CONNECT_ENV = "JUPYTER_AIR_RAY_CONNECT_TIMEOUT_S"
 NAMESPACE = "jupyter-air"
 CALL_TIMEOUT_S = 10.0
 
@@ -45,6 +47,25 @@ def _seconds(name: str, default: float) -> float:
         return max(1.0, float(os.environ.get(name, default)))
     except ValueError:
         return default
+
+
+def probe(address: str, timeout_s: float) -> None:
+    """Refuse at once an address where nothing answers: ``ray.init`` to it waits for minutes
+    (its own retries) and then may still not raise. A ``host:port`` address (``ray://`` too) must
+    accept a TCP connection within ``timeout_s``; ``auto`` and the like are Ray's own lookup."""
+    from ..workloads.capacity import ClusterUnreachableError
+
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ClusterUnreachableError(
+            f"the Ray cluster at {address} does not answer ({error or type(error).__name__}, "
+            f"within {timeout_s:g} s): check RAY_ADDRESS (or c.JupyterAir.cluster / "
+            "JUPYTER_AIR_CLUSTER) and that the cluster is up — see docs/clusters.md"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -79,6 +100,7 @@ class RayBackend:
         import ray
 
         if not ray.is_initialized():
+            probe(self.address, _seconds(CONNECT_ENV, 10.0))
             # Ray puts its own SIGTERM handler on the driver (it exits at once); the
             # supervisor's is the one that stops the nodes properly
             handlers = _signal_handlers()

@@ -50,6 +50,10 @@ class CapacityError(RuntimeError):
     """The workload asks for accelerators this machine does not have."""
 
 
+class ClusterUnreachableError(CapacityError):
+    """The cluster that would run the workload does not answer: no capacity at all."""
+
+
 def gpu_inventory(nvml: Any = None, environ: Mapping[str, str] | None = None) -> GpuInventory:
     """The GPUs this process may use, from NVML (``nvml``: a pynvml-like module, for tests)."""
     env = os.environ if environ is None else environ
