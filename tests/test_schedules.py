@@ -276,6 +276,39 @@ def test_two_servers_on_one_data_folder_fire_each_slot_once(env):
     assert len(env.store.firings(schedule.id, limit=1000)) == 301
 
 
+def test_the_most_schedules_a_folder_keeps_holds_for_writers_at_once(env, monkeypatch):
+    """At the limit, one clear error; eight writers at once cannot go past it together (the
+    count is checked in the insert's own transaction)."""
+    import jupyter_air.workloads.schedules as schedules
+    from jupyter_air.workloads.schedules import ScheduleError
+
+    monkeypatch.setattr(schedules, "MAX_SCHEDULES", 3)
+    path = _workload(env)
+    _, text = load_spec_file(path)
+    barrier = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def make(k: int) -> None:
+        barrier.wait()
+        try:
+            create_schedule(
+                env.store, name=f"s{k}", settings=ScheduleSpec(cron="0 * * * *"),
+                spec_yaml=text, spec_path=path,
+            )  # fmt: skip
+            outcomes.append("made")
+        except ScheduleError as error:
+            assert "has 3 schedules, the most it keeps" in str(error)
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=make, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(outcomes) == ["made"] * 3 + ["refused"] * 5
+    assert len(env.store.list_schedules()) == 3
+
+
 def test_paused_resumed_and_deleted(env):
     schedule = _schedule(env, "pausable")
     clock = Clock(T0 + 30)

@@ -140,25 +140,28 @@ def create_schedule(
     ScheduleExists."""
     from ..tracking.naming import current_user
     from .paths import new_job_id
+    from .store import TooManySchedules
 
     name = check_name(name)
-    if len(store.list_schedules(limit=MAX_SCHEDULES)) >= MAX_SCHEDULES:
+    try:
+        return store.create_schedule(
+            most=MAX_SCHEDULES,
+            id=new_job_id(),
+            name=name,
+            cron=settings.cron,
+            timezone=settings.timezone,
+            overlap=settings.overlap,
+            catch_up=settings.catch_up,
+            paused=paused,
+            spec_yaml=spec_yaml,
+            spec_path=str(Path(spec_path).resolve()) if spec_path else None,
+            user=current_user(),
+        )
+    except TooManySchedules:
         raise ScheduleError(
             f"this data folder has {MAX_SCHEDULES} schedules, the most it keeps: delete some "
             "(air schedule delete NAME)"
-        )
-    return store.create_schedule(
-        id=new_job_id(),
-        name=name,
-        cron=settings.cron,
-        timezone=settings.timezone,
-        overlap=settings.overlap,
-        catch_up=settings.catch_up,
-        paused=paused,
-        spec_yaml=spec_yaml,
-        spec_path=str(Path(spec_path).resolve()) if spec_path else None,
-        user=current_user(),
-    )
+        ) from None
 
 
 def schedule_runs(store: JobStore, schedule: Schedule, limit: int = 10) -> list[JobRun]:

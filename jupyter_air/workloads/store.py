@@ -202,6 +202,11 @@ class ScheduleExists(StoreError):
         self.name = name
 
 
+class TooManySchedules(StoreError):
+    """The data folder holds the most schedules it keeps (checked in the insert's transaction,
+    so two writers at the limit cannot both get past it)."""
+
+
 class JobNotFound(LookupError):
     def __init__(self, job_id: str, detail: str = "") -> None:
         super().__init__(detail or f"No job run {job_id!r} in the job store")
@@ -605,9 +610,9 @@ class JobStore:
             conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
 
     # schedules -------------------------------------------------------------------------------
-    def create_schedule(self, **fields: Any) -> Schedule:
+    def create_schedule(self, *, most: int | None = None, **fields: Any) -> Schedule:
         """Insert a schedule (``fields``: the columns of ``schedules``); raises ScheduleExists
-        when its name is taken."""
+        when its name is taken, TooManySchedules when ``most`` are there already."""
         now = time.time()
         row = {"created_at": now, "updated_at": now, **fields}
         row["paused"] = int(bool(row.get("paused", False)))
@@ -615,6 +620,10 @@ class JobStore:
         marks = ", ".join(f":{name}" for name in row)
         try:
             with self._write() as conn:
+                if most is not None:
+                    (count,) = conn.execute("SELECT COUNT(*) FROM schedules").fetchone()
+                    if count >= most:
+                        raise TooManySchedules(f"{count} schedules")
                 conn.execute(f"INSERT INTO schedules ({columns}) VALUES ({marks})", row)
         except sqlite3.IntegrityError:
             raise ScheduleExists(str(fields["name"])) from None
