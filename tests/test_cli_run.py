@@ -355,8 +355,6 @@ def test_connection_from_a_kernel_or_terminal_environment(monkeypatch, tmp_path)
 
 
 def closed_port() -> int:
-    import socket
-
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]  # closed again: nothing listens there
