@@ -1,6 +1,8 @@
 """``.distributed(nodes=2)`` against Ray Train's ``TorchTrainer`` on a 2-node Ray cluster on
 loopback: the same hello-world function (gloo process group, one all-reduce, each rank returns
-its rank), 1 rank per node, alternated in one driver (A B A B), ``--repeat`` times each.
+its rank), 1 rank per node, alternated in one driver, ``--repeat`` times each: a call whose
+nodes the call before kept (the default, ``keep_nodes``), a call that places its nodes anew
+(``keep_nodes=0``, as every TorchTrainer run does), a ``TorchTrainer`` run.
 
 Wall time per call, from the call to its results in the driver; medians and the ratio. Both run
 without an MLflow run (``mlflow=False``; a TorchTrainer run has none either), and both in a
@@ -25,6 +27,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from ray_cluster import LOOPBACK_ENV  # noqa: E402
 from ray_workloads import start_cluster, stop_cluster  # noqa: E402
 
+from jupyter_air.launch.kept_nodes import kept_nodes  # noqa: E402
+
 
 def hello() -> int:
     import torch
@@ -38,10 +42,11 @@ def hello() -> int:
     return dist.get_rank()
 
 
-def run_ours() -> list[int]:
+def run_ours(keep_nodes: float | None = None) -> list[int]:
     from jupyter_air import distributed
 
-    return distributed(gpus=1, nodes=2, mlflow=False)(hello).distributed()
+    call = distributed(gpus=1, nodes=2, mlflow=False, keep_nodes=keep_nodes)(hello)
+    return call.distributed()
 
 
 def run_ray_train(storage: str) -> list[int]:
@@ -79,25 +84,37 @@ def main() -> None:
         ray.init(address=address, log_to_driver=False)
         with tempfile.TemporaryDirectory(prefix="air-bench-train-") as storage:
             assert run_ours() == [0, 1]  # warm both once: imports, worker processes
+            kept_nodes().release()  # Ray Train gets the whole cluster, as ours does
             run_ray_train(storage)
-            ours, theirs = [], []
+            kept, cold, theirs = [], [], []
             for _ in range(args.repeat):
+                kept_nodes().release()  # the cold call places its nodes anew
+                started = time.perf_counter()
+                assert run_ours(keep_nodes=0) == [0, 1]
+                cold.append(time.perf_counter() - started)
+                assert run_ours() == [0, 1]  # a call before: its nodes are kept
                 started = time.perf_counter()
                 assert run_ours() == [0, 1]
-                ours.append(time.perf_counter() - started)
+                kept.append(time.perf_counter() - started)
+                kept_nodes().release()
                 started = time.perf_counter()
                 run_ray_train(storage)
                 theirs.append(time.perf_counter() - started)
+            kept_nodes().release()
         ray.shutdown()
     finally:
         stop_cluster(cluster)
-    a, b = statistics.median(ours), statistics.median(theirs)
+    a, c, b = statistics.median(kept), statistics.median(cold), statistics.median(theirs)
+
+    def runs(times: list[float]) -> str:
+        return ", ".join(f"{t:.2f}" for t in times)
+
     print(f"2 nodes x 1 rank, hello world with one all-reduce, {args.repeat} calls each, medians")
-    print(f"  .distributed(nodes=2): {a:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in ours)})")
-    print(
-        f"  TorchTrainer(num_workers=2): {b:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in theirs)})"
-    )
+    print(f"  .distributed(nodes=2), the call before's nodes kept: {a:.2f} s  ({runs(kept)})")
+    print(f"  .distributed(nodes=2, keep_nodes=0), placed anew: {c:.2f} s  ({runs(cold)})")
+    print(f"  TorchTrainer(num_workers=2): {b:.2f} s  (runs: {runs(theirs)})")
     print(f"  ratio .distributed / TorchTrainer: {a / b:.2f}x (target ≤ 0.5x)")
+    print(f"  ratio .distributed(keep_nodes=0) / TorchTrainer: {c / b:.2f}x")
 
 
 if __name__ == "__main__":

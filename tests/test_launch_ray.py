@@ -285,3 +285,84 @@ def test_a_remote_call_runs_on_two_ray_nodes_and_brings_its_results_home(cluster
     assert "[node 1] [rank 1] rank 1 of 2.0" in output  # node 1's log, followed in the "cell"
     (job,) = JobStore.for_data_dir(tmp_path / "data").list_jobs()
     assert job.backend == "ray" and job.status == "SUCCEEDED"
+
+
+KEPT = """
+import json, os, time
+import ray
+from jupyter_air import distributed
+
+ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
+
+
+def actor():
+    # the node's actor: the owner its keeper watches, up the rank's parents
+    import psutil
+
+    process = psutil.Process()
+    while process is not None:
+        argv = process.cmdline()
+        if "jupyter_air.backends.keeper" in argv:
+            return int(argv[argv.index("--owner") + 1])
+        process = process.parent()
+    return None
+
+
+def call(**options):
+    return distributed(gpus=1, nodes=2, mlflow=False, **options)(actor).distributed()
+
+
+def held():
+    return sorted(
+        p["name"] for p in ray.util.placement_group_table().values()
+        if p["name"].startswith("jupyter-air-call-") and p["state"] != "REMOVED"
+    )
+
+
+answers = {"first": call()}
+answers["held_after_first"] = held()
+answers["second"] = call(keep_nodes=0)
+answers["held_after_zero"] = held()
+answers["third"] = call()
+answers["held_kept"] = held()
+# another job needs every CPU of every node: what is kept makes way for it
+from ray.util.placement_group import placement_group, remove_placement_group
+
+nodes = [n for n in ray.nodes() if n["Alive"]]
+other = placement_group([{"CPU": 2}] * len(nodes), strategy="STRICT_SPREAD")
+started = time.monotonic()
+ray.get(other.ready(), timeout=60)
+answers["other_placed_s"] = time.monotonic() - started
+answers["held_after_other"] = held()
+remove_placement_group(other)
+answers["fourth"] = call(keep_nodes=2)
+answers["held_for_2_s"] = held()
+time.sleep(5)
+answers["held_after_expiry"] = held()
+print(json.dumps(answers))
+"""
+
+
+def test_a_call_s_nodes_are_kept_for_the_next_call_and_released_after(cluster_env, tmp_path):
+    """The second call of a shape runs on the first's actors (no new Ray workers, no new
+    placement); keep_nodes=0 releases them at its end; what is kept makes way at once for
+    another job that waits for the nodes, and goes when its time is up."""
+    script = tmp_path / "kept.py"
+    script.write_text(KEPT)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    first, second, third = answers["first"], answers["second"], answers["third"]
+    assert all(isinstance(pid, int) for pid in first) and len(set(first)) == 2  # 2 actors
+    assert second == first  # the kept actors served the second call
+    assert len(answers["held_after_first"]) == 1  # its placement group, kept
+    assert answers["held_after_zero"] == []  # keep_nodes=0: released at the call's end
+    assert set(third).isdisjoint(first)  # placed anew: new actors
+    assert len(answers["held_kept"]) == 1
+    assert answers["other_placed_s"] < 20 and answers["held_after_other"] == []  # made way
+    assert set(answers["fourth"]).isdisjoint(third)
+    assert len(answers["held_for_2_s"]) == 1 and answers["held_after_expiry"] == []
+    assert "kept up to 60 s for the next call" in done.stdout  # said once, in the output
+    assert calls_processes() == []

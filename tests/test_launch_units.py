@@ -87,6 +87,21 @@ def test_several_nodes_without_a_cluster_say_how_to_connect_one(monkeypatch):
         distributed(gpus=0)
 
 
+def test_keep_nodes_takes_seconds_and_falls_back_to_its_variable(monkeypatch):
+    from jupyter_air.launch.kept_nodes import keep_seconds
+
+    assert distributed(nodes=2, keep_nodes=5)(lambda: 0).launch_options.keep_nodes == 5.0
+    for bad in (-1, True, "60", 3601):
+        with pytest.raises(ValueError, match="keep_nodes must be a number of seconds from 0"):
+            distributed(nodes=2, keep_nodes=bad)
+    monkeypatch.delenv("JUPYTER_AIR_KEEP_NODES_S", raising=False)
+    assert keep_seconds(None) == 60.0 and keep_seconds(0.0) == 0.0
+    monkeypatch.setenv("JUPYTER_AIR_KEEP_NODES_S", "0")
+    assert keep_seconds(None) == 0.0 and keep_seconds(7.0) == 7.0
+    monkeypatch.setenv("JUPYTER_AIR_KEEP_NODES_S", "soon")
+    assert keep_seconds(None) == 60.0
+
+
 # the decorator --------------------------------------------------------------------------------
 def test_decorator_forms_and_local_call():
     @distributed

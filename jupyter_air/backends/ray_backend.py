@@ -84,6 +84,33 @@ def bundle(accelerators: int, uses_gpus: bool) -> dict[str, float]:
     return {"GPU": float(accelerators), "CPU": 1.0} if uses_gpus else {"CPU": 1.0}
 
 
+def launch_shape(launch: GroupLaunch) -> tuple[int, int, bool]:
+    """What a placement fits: the node count and each node's bundle."""
+    return launch.num_nodes, launch.accelerators, launch.uses_gpus
+
+
+@dataclass
+class Placed:
+    """An attempt's placement group and its nodes' actors, one per bundle."""
+
+    placement: Any
+    actors: list[Any]
+    shape: tuple[int, int, bool]
+
+    def release(self) -> None:
+        """Kill the actors and remove the placement group (what they held is free again)."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        try:
+            remove_placement_group(self.placement)
+        except Exception as error:
+            log.warning("could not remove the placement group: %s", error)
+
+
 class RayBackend:
     name = "ray"
 
@@ -95,10 +122,10 @@ class RayBackend:
 
     # the cluster -------------------------------------------------------------------------------
     def connect(self) -> None:
-        if self._connected:
-            return
         import ray
 
+        if self._connected and ray.is_initialized():
+            return  # (a kernel's own ray.shutdown between two calls: connected again)
         if not ray.is_initialized():
             probe(self.address, _seconds(CONNECT_ENV, 10.0))
             # Ray puts its own SIGTERM handler on the driver (it exits at once); the
@@ -160,7 +187,43 @@ class RayBackend:
         )
 
     # an attempt --------------------------------------------------------------------------------
-    def start(self, launch: GroupLaunch) -> RayGroup:
+    def start(self, launch: GroupLaunch, kept: Placed | None = None) -> RayGroup:
+        """Place the attempt's nodes (or take ``kept``: the placement group and actors of a
+        previous call of the same shape, still held) and start its commands."""
+        placed = self._reuse(launch, kept) if kept is not None else None
+        placed = placed or self._place(launch)
+        running = RayGroup(launch, placed.placement, placed.actors)
+        try:
+            running.start()
+        except BaseException:
+            running.stop(launch.grace_s)
+            running.close()
+            raise
+        return running
+
+    def _reuse(self, launch: GroupLaunch, kept: Placed) -> Placed | None:
+        """``kept``'s actors made ready for this attempt, or None (released) when one of them
+        does not answer: a node gone while they were kept."""
+        import ray
+
+        self.connect()
+        try:
+            ray.get(
+                [
+                    actor.begin.remote(launch.job_id, launch.attempt, node.node, launch.uses_gpus)
+                    for actor, node in zip(kept.actors, launch.nodes, strict=True)
+                ],
+                timeout=CALL_TIMEOUT_S,
+            )
+        except BaseException as error:
+            kept.release()
+            if not isinstance(error, Exception):
+                raise  # an interrupt: nothing kept is left held
+            log.info("the kept nodes cannot serve this call (%s): placing new ones", _first(error))
+            return None
+        return kept
+
+    def _place(self, launch: GroupLaunch) -> Placed:
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -200,14 +263,7 @@ class RayBackend:
                     launch.job_id, launch.attempt, node.node, launch.uses_gpus
                 )
             )
-        running = RayGroup(launch, group, actors)
-        try:
-            running.start()
-        except BaseException:
-            running.stop(launch.grace_s)
-            running.close()
-            raise
-        return running
+        return Placed(group, actors, launch_shape(launch))
 
     def check_reachable(self, tracking_uri: str) -> None:
         """Refuse a tracking server on this machine's loopback when nodes are elsewhere: their
@@ -462,18 +518,22 @@ class RayGroup:
             found.extend(f"pid {pid} on node {index} (host {host})" for pid in pids)
         return found
 
-    def close(self) -> None:
-        import ray
-        from ray.util.placement_group import remove_placement_group
+    @property
+    def placed(self) -> Placed:
+        return Placed(self.placement, self.actors, launch_shape(self.launch))
 
+    @property
+    def reusable(self) -> bool:
+        """Whether the nodes can serve another attempt: every command ended on its own, no node
+        lost."""
+        return not self.lost and len(self.codes) == len(self.actors)
+
+    def close(self, *, keep: bool = False) -> None:
+        """Tidy every node (its folder, its log); then release the actors and the placement
+        group, or with ``keep`` leave them to the caller (``placed``)."""
         _wait_all([a.close.remote() for a in self._live()], 30)
-        for actor in self.actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor)
-        try:
-            remove_placement_group(self.placement)
-        except Exception as error:
-            log.warning("could not remove the placement group: %s", error)
+        if not keep:
+            self.placed.release()
 
 
 def _wait_all(refs: list[Any], timeout_s: float) -> None:

@@ -34,6 +34,11 @@ NODE_IP_ENV = "JUPYTER_AIR_NODE_IP"
 
 class NodeRunner:
     def __init__(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
+        self.begin(job_id, attempt, node, uses_gpus)
+
+    def begin(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
+        """Ready for a command of ``job_id``'s ``attempt``: at creation, and again when a kept
+        actor (its Ray worker and its bundle) serves the next call (launch/kept_nodes.py)."""
         from ..workloads.logfile import LogWriter
 
         self.job_id = job_id
@@ -206,6 +211,11 @@ class NodeRunner:
         return kill_job_processes(self.group, grace_s=grace_s, variable=GROUP_ENV)
 
     def close(self) -> None:
+        """What this attempt left here goes (its folder, its log); the actor may serve another
+        (``begin``) or be killed."""
+        if self.handle is not None and self.handle.poll() is None:
+            self.stop(0.0)
+        self.handle = None
         self.finish_metrics()
         with contextlib.suppress(Exception):
             self.writer.close()

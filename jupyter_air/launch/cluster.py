@@ -23,8 +23,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .devices import say_once
 from .driver import Launch, LaunchOptions
 from .errors import DeviceError, DistributedError
+from .kept_nodes import keep_seconds, kept_nodes
 from .rundir import record_stops, write_atomic
 
 if TYPE_CHECKING:
@@ -93,13 +95,12 @@ def plan_cluster(gpus: int | None, nodes: int, backend: RayBackend) -> ClusterPl
 def cluster_backend(nodes: int) -> RayBackend:
     """The Ray backend for a call on several nodes, or the error that says how to get one."""
     from ..backends.choice import choose, require_ray
-    from ..backends.ray_backend import RayBackend
 
     choice = choose(None)
     if choice.backend != "ray":
         raise DeviceError(f"nodes={nodes} runs on several machines: {HOW_TO_CONNECT}")
     require_ray(choice.why)
-    return RayBackend(choice.address)
+    return kept_nodes().backend(choice.address)
 
 
 class _Nodes:
@@ -149,6 +150,7 @@ class ClusterLaunch(Launch):
         self.group: RayGroup | None = None
         self.offsets: list[dict[str, int]] = []
         self._synced = 0.0
+        self._left: list[str] | None = None  # what the end's check found on the nodes
 
     @property
     def description(self) -> str:
@@ -226,7 +228,9 @@ class ClusterLaunch(Launch):
         self.output = RankOutput(
             run_dir, self.plan.nproc, self.options.output, node_of=self._rank_node
         )
-        self.group = self.backend.start(launch)
+        from ..backends.ray_backend import launch_shape
+
+        self.group = self.backend.start(launch, kept=kept_nodes().take(launch_shape(launch)))
         self.agent = _Nodes(self.group)  # type: ignore[assignment]
         if self.mlflow_run is not None:
             self._start_node_metrics()
@@ -382,7 +386,7 @@ class ClusterLaunch(Launch):
         group = self.group
         if group is None:
             return
-        left = group.leftovers(grace_s=1.0)
+        left = self._left = group.leftovers(grace_s=1.0)
         if left:
             print(f"jupyter-air: stopped what the call left running: {', '.join(left)}",
                   file=sys.stderr)  # fmt: skip
@@ -414,11 +418,29 @@ class ClusterLaunch(Launch):
         )
 
     def close(self) -> None:
+        """Release the nodes — or keep them for the next call when this one ended cleanly
+        (launch/kept_nodes.py) — and the connection when nothing else uses it."""
         group, self.group = self.group, None
+        kept = kept_nodes()
         if group is not None:
             with contextlib.suppress(Exception):
                 group.finish_metrics()
-            with contextlib.suppress(Exception):
-                group.close()
-        with contextlib.suppress(Exception):
-            self.backend.close()
+            keep_s = keep_seconds(self.options.keep_nodes)
+            reusable = (
+                keep_s > 0 and self.stopped_in_s is None and self._left == [] and group.reusable
+            )
+            try:
+                group.close(keep=reusable)
+                if reusable:
+                    kept.keep(group.placed, keep_s)
+                    say_once(
+                        f"jupyter-air: the call's {self.cluster.nodes} Ray nodes are kept up "
+                        f"to {keep_s:g} s for the next call of this shape, which then starts "
+                        "at once (they make way for any job that waits for them); "
+                        "keep_nodes=0 releases them at the end of each call "
+                        "(docs/distributed.md)."
+                    )
+            except Exception:
+                with contextlib.suppress(Exception):
+                    group.placed.release()
+        kept.done(self.backend)

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar, overload
 from .devices import check_counts
 from .driver import LaunchOptions, run_distributed
 from .errors import DistributedError, RemoteTraceback
+from .kept_nodes import MOST_KEEP_S
 
 R = TypeVar("R")
 OUTPUTS = ("all", "rank0")
@@ -90,6 +91,7 @@ def distributed(
     grace_period: float = 5.0,
     remote: bool = False,
     max_retries: int = 0,
+    keep_nodes: float | None = None,
 ) -> Callable[[Callable[..., R]], DistributedFunction[R]]: ...
 
 
@@ -107,6 +109,7 @@ def distributed(
     grace_period: float = 5.0,
     remote: bool = False,
     max_retries: int = 0,
+    keep_nodes: float | None = None,
 ) -> Any:
     """Make ``fn`` runnable on N ranks with ``fn.distributed(*args, **kwargs)``.
 
@@ -124,6 +127,9 @@ def distributed(
     remote: run the call as a job run (retries, logs, ``air`` commands; it outlives the kernel),
         followed in the cell; ``jupyter_air.job(ID).result()`` reads its results later.
     max_retries: with remote, attempts after a failed one.
+    keep_nodes: with nodes > 1, seconds a cleanly ended call's Ray nodes (and their GPUs) are
+        kept for the next call of the same shape, which then starts at once; 0 releases them
+        at the end of each call. None: ``JUPYTER_AIR_KEEP_NODES_S``, else 60.
     """
     options = _options(
         gpus=gpus,
@@ -137,6 +143,7 @@ def distributed(
         grace_period=grace_period,
         remote=remote,
         max_retries=max_retries,
+        keep_nodes=keep_nodes,
     )
 
     def decorate(function: Callable[..., R]) -> DistributedFunction[R]:
@@ -172,6 +179,7 @@ def _options(
     grace_period: float,
     remote: bool = False,
     max_retries: int = 0,
+    keep_nodes: float | None = None,
 ) -> LaunchOptions:
     check_counts(gpus, nodes)
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
@@ -190,6 +198,15 @@ def _options(
         )
     if max_retries and not remote:
         raise ValueError("max_retries needs remote=True: a call of the kernel is not retried")
+    if keep_nodes is not None and (
+        isinstance(keep_nodes, bool)
+        or not isinstance(keep_nodes, int | float)
+        or not 0 <= keep_nodes <= MOST_KEEP_S
+    ):
+        raise ValueError(
+            f"keep_nodes must be a number of seconds from 0 to {MOST_KEEP_S:g}, or None; "
+            f"got {keep_nodes!r}"
+        )
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUTS))}; got {output!r}")
     extra = dict(env or {})
@@ -208,4 +225,5 @@ def _options(
         grace_period=float(grace_period),
         remote=remote,
         max_retries=max_retries,
+        keep_nodes=float(keep_nodes) if keep_nodes is not None else None,
     )

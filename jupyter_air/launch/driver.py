@@ -63,6 +63,7 @@ class LaunchOptions:
     grace_period: float = 5.0
     remote: bool = False  # a job run (launch/remote.py) instead of processes of the kernel
     max_retries: int = 0  # remote: attempts after the first
+    keep_nodes: float | None = None  # nodes > 1: seconds a clean call's nodes are kept
 
 
 def run_distributed(
@@ -77,13 +78,14 @@ def run_distributed(
     require_torch()
     if options.nodes > 1:
         from .cluster import ClusterLaunch, cluster_backend, plan_cluster
+        from .kept_nodes import kept_nodes
 
         backend = cluster_backend(options.nodes)
         try:
             cluster = plan_cluster(options.gpus, options.nodes, backend)
             payload = build_payload(fn, args, kwargs)  # before anything starts
         except BaseException:
-            backend.close()
+            kept_nodes().done(backend)
             raise
         say_once(cluster.note)
         return ClusterLaunch(function_name(fn), options, cluster, payload.dumps(), backend).run()
