@@ -54,10 +54,6 @@ class KeptNodes:
         self._watching: threading.Event | None = None  # set: the watcher stops
         self._users = 0
 
-    @property
-    def kept(self) -> Placed | None:
-        return self._placed
-
     def backend(self, address: str | None) -> RayBackend:
         """The backend for a call (counted until ``done``): the kept one when the address is the
         same, else a new one (what was kept on another cluster is released)."""
@@ -70,7 +66,7 @@ class KeptNodes:
                 return self._backend
             if self._users > 0:
                 return fresh  # another call holds the other cluster's: this one is the call's
-            old = self._take_all_locked()
+            old = self._drop_locked()
             self._backend, self._users = fresh, 1
         _release(*old)
         return fresh
@@ -84,8 +80,7 @@ class KeptNodes:
             return None
         if placed.shape == shape:
             return placed
-        with contextlib.suppress(Exception):
-            placed.release()
+        _release(placed, None)
         return None
 
     def keep(self, placed: Placed, keep_s: float) -> None:
@@ -103,9 +98,7 @@ class KeptNodes:
             name="jupyter-air-kept-nodes",
             daemon=True,
         ).start()
-        if old is not None:
-            with contextlib.suppress(Exception):
-                old.release()
+        _release(old, None)
 
     def _watch(
         self, placed: Placed, deadline: float, gcs: str | None, stop: threading.Event
@@ -137,33 +130,23 @@ class KeptNodes:
     def release(self) -> None:
         """Release what is kept now (and disconnect when no call runs)."""
         with self._lock:
-            taken = self._take_all_locked() if self._users == 0 else None
-            placed, self._placed = self._placed, None
-            self._stop_watching_locked()
-        if taken is not None:
-            _release(*taken)
-        elif placed is not None:
-            with contextlib.suppress(Exception):
-                placed.release()
+            dropped = self._drop_locked()
+        _release(*dropped)
 
     def _expire(self, placed: Placed) -> None:
         with self._lock:
             if self._placed is not placed:
                 return  # taken or replaced meanwhile
-            self._watching = None
-            taken = self._take_all_locked() if self._users == 0 else None
-            if taken is None:
-                self._placed = None
-        if taken is not None:
-            _release(*taken)
-        else:
-            with contextlib.suppress(Exception):
-                placed.release()
+            dropped = self._drop_locked()
+        _release(*dropped)
 
-    def _take_all_locked(self) -> tuple[Placed | None, RayBackend | None]:
-        placed, backend = self._placed, self._backend
-        self._placed = self._backend = None
+    def _drop_locked(self) -> tuple[Placed | None, RayBackend | None]:
+        """What is kept, and the backend when no call uses it, taken out to be released."""
+        placed, self._placed = self._placed, None
         self._stop_watching_locked()
+        backend = None
+        if self._users == 0:
+            backend, self._backend = self._backend, None
         return placed, backend
 
     def _stop_watching_locked(self) -> None:
