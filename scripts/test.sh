@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
 # Runs every test suite: lint (ruff, mypy, prettier, eslint), jest, Galata in Chromium, then pytest
-# last so that its closing "N passed" line ends the output.
+# last so that its closing "N passed" line ends the output. Before that last part it prints how
+# long each earlier part took (pytest's own closing line gives the last one's time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+declare -a timings=()
+part_start=$SECONDS
+part() { # part NAME: the time since the last mark goes to the part just ended
+  timings+=("$(printf '%-28s %4d s' "$1" $((SECONDS - part_start)))")
+  part_start=$SECONDS
+}
 
 bash scripts/setup.sh
 bash scripts/install-chromium.sh
 source scripts/env.sh
+part "setup"
 
 echo "==> Lint"
 ruff check .
 ruff format --check .
 mypy
 jlpm lint:check
+part "lint"
 
 echo "==> jest"
 jlpm test
+part "jest"
 
 echo "==> Galata (Chromium)"
 (
@@ -29,11 +40,16 @@ echo "==> Galata (Chromium)"
     exit 1
   fi
 )
+part "Galata"
 
 # the tests on the loopback Ray cluster first, on their own: its three nodes start reliably on
 # two cores only when nothing else runs; then everything else on two workers (most of those
 # tests wait on processes they start), last, so its closing line ends the output
 echo "==> pytest: on the Ray cluster"
-python -m pytest -p no:cacheprovider -m ray
+python -m pytest -p no:cacheprovider -m ray --durations=10
+part "pytest on the Ray cluster"
+
+echo "==> time per part so far"
+printf '  %s\n' "${timings[@]}"
 echo "==> pytest"
-python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}"
+python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}" --durations=20
