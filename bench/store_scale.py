@@ -127,15 +127,18 @@ class Server:
         self.token = secrets.token_hex(16)
         env = {**os.environ, "JUPYTER_AIR_DATA_DIR": str(data)}
         self.log = open(workdir / "server.log", "w")  # noqa: SIM115 - closed in stop()
+        # fmt: off
+        command = [
+            sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+            f"--port={self.port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={workdir}",
+            f"--IdentityProvider.token={self.token}",
+            "--ServerApp.jpserver_extensions={'jupyter_air': True}",
+            f"--JupyterAir.data_dir={data}", "--JupyterAir.gpu_backend=none",
+            "--JupyterAir.mlflow_embedded=False", "--JupyterAir.schedules=False",
+        ]
+        # fmt: on
         self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
-                f"--port={self.port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={workdir}",
-                f"--IdentityProvider.token={self.token}",
-                "--ServerApp.jpserver_extensions={'jupyter_air': True}",
-                f"--JupyterAir.data_dir={data}", "--JupyterAir.gpu_backend=none",
-                "--JupyterAir.mlflow_embedded=False", "--JupyterAir.schedules=False",
-            ],  # fmt: skip
+            command,
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -189,7 +192,8 @@ def measure(jobs: int, attempts: int, repeat: int) -> dict[str, tuple[float, flo
         # PYTHONDONTWRITEBYTECODE would compile every module at every start)
         env = {**os.environ, "JUPYTER_AIR_DATA_DIR": str(data)}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(PACKAGE)], env=env, check=True)
+        compile_all = [sys.executable, "-m", "compileall", "-q", str(PACKAGE)]
+        subprocess.run(compile_all, env=env, check=True)
         air = [sys.executable, "-m", "jupyter_air.cli", "list", "runs", "--all-status"]
         air += ["--all-users"]
         figures["air list runs (process)"] = timed(
