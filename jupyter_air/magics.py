@@ -106,6 +106,7 @@ def _usage(problem: str) -> None:
 
 # submitting ---------------------------------------------------------------------------------
 def _run_cell(cell: str, args: argparse.Namespace) -> None:
+    from .private import private_folder
     from .tracking.context import kernel_context
     from .workloads.capacity import gpu_inventory
     from .workloads.jobs import open_store
@@ -124,8 +125,7 @@ def _run_cell(cell: str, args: argparse.Namespace) -> None:
         )
     experiment = args.experiment or _notebook_experiment()
     job_id = new_job_id()
-    folder = job_dir(store.data_dir, job_id)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_folder(job_dir(store.data_dir, job_id))
     script = folder / "cell.py"
     script.write_text(cell, encoding="utf-8")
     command = [
@@ -184,6 +184,7 @@ def _run_file(path: str) -> None:
 
 def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
     from .tracking.experiments import ExperimentError
+    from .tracking.readiness import TrackingServerNotReady
     from .workloads.capacity import CapacityError
     from .workloads.connection import NoTrackingServer
     from .workloads.jobs import submit
@@ -196,7 +197,7 @@ def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
             report=lambda message: print(message, file=sys.stderr),
             **kwargs,
         )
-    except (CapacityError, NoTrackingServer, ExperimentError) as error:
+    except (CapacityError, NoTrackingServer, TrackingServerNotReady, ExperimentError) as error:
         raise AirRunError(str(error)) from None
 
 

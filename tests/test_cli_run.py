@@ -1,6 +1,7 @@
 """The `air` command: `air run` (ids and absolute links on the Jupyter server found from its
-runtime file, errors with exit codes that create nothing), `air list runs`, `air get run`, and a
-job that outlives the `air` process that submitted it."""
+runtime file, errors with exit codes that create nothing), `air list runs`, `air get run`, a
+job that outlives the `air` process that submitted it, and `air` in a shell whose data folder is
+not the Jupyter server's (that server's MLflow with its token, or which data folder to use)."""
 
 from __future__ import annotations
 
@@ -390,3 +391,120 @@ def test_a_ray_cluster_that_does_not_answer_is_said_at_once(env, monkeypatch):
     assert "docs/clusters.md" in result.stderr and "Traceback" not in result.stderr
     assert time.monotonic() - started < 30
     assert not env.store.path.exists() or env.store.count_jobs() == 0
+
+
+# a data folder other than the Jupyter server's ------------------------------------------------
+def spec_file(env, name: str):
+    write(env.tmp, "ok.py", "print('tracked')\n")
+    return write(
+        env.tmp,
+        "w.yaml",
+        f"experiment_name: {name}\ncompute: {{accelerator_type: CPU}}\ncommand: {PY} ok.py\n",
+    )
+
+
+def record_server_data_folder(env, data) -> None:
+    """What a running jupyter-air server writes in Jupyter's runtime folder: its data folder."""
+    runtime = env.tmp / "runtime"
+    record = {"pid": os.getpid(), "data_dir": str(data)}
+    (runtime / f"jupyter-air-{os.getpid()}.json").write_text(json.dumps(record))
+
+
+def test_air_run_uses_the_jupyter_servers_mlflow_with_the_token_of_its_data_folder(
+    env,
+    jupyter_server,
+    mlflow_server,
+    monkeypatch,
+):
+    theirs = env.tmp / "theirs"  # the Jupyter server's data folder: its MLflow server's
+    theirs.mkdir()
+    (theirs / "mlflow").symlink_to(mlflow_server.files.folder)
+    record_server_data_folder(env, theirs)
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN")  # a plain shell: no token of its own
+    import psutil
+
+    token = mlflow_server.token
+    name = f"other-folder-{env.tmp.name}"
+
+    result = air("run", str(spec_file(env, name)), timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "MLflow is starting" not in result.stderr
+    assert token not in result.stdout + result.stderr
+    job_id = result.stdout.splitlines()[0].split()[3]
+    job = wait_for(env.store, job_id)
+    assert job.status == "SUCCEEDED", job.reason
+    assert job.tracking_uri == mlflow_server.url and job.tracking == "external"
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)  # this process reads the run back
+    run = env.client.get_run(job.attempts[0].mlflow_run_id)
+    assert run.info.status == "FINISHED"
+    # the token is in no record, log or command line of ours
+    folder = env.store.data_dir / "workloads"
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            assert token not in " ".join(process.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+
+
+def test_a_server_token_that_cannot_be_read_is_said_at_once(
+    env,
+    jupyter_server,
+    monkeypatch,
+):
+    """Its data folder is not recorded (or not readable): which data folders differ, what to do,
+    exit 3 within seconds — not 180 s of "MLflow is starting" and a traceback."""
+    theirs = env.tmp / "theirs"
+    theirs.mkdir()  # no mlflow/endpoint.json there
+    record_server_data_folder(env, theirs)
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN")
+
+    result = air("run", str(spec_file(env, "unread")), timeout=60)
+
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr and "MLflow is starting" not in result.stderr
+    assert f"jupyter-air's MLflow server of the data folder {theirs}" in result.stderr
+    assert f"this command uses the data folder {env.store.data_dir}" in result.stderr
+    assert f"JUPYTER_AIR_DATA_DIR={theirs}" in result.stderr
+    assert not env.store.path.exists() or env.store.count_jobs() == 0
+
+
+def test_a_tracking_server_refusing_our_token_is_said_at_once(env, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "not-the-token")
+
+    result = air("run", str(spec_file(env, "refused")), timeout=60)
+
+    assert result.returncode == 3, result.stderr
+    assert f"MLflow at {env.url} refuses our credentials: HTTP 401" in result.stderr
+    assert "(we sent MLFLOW_TRACKING_TOKEN)" in result.stderr
+    assert "not-the-token" not in result.stderr
+    assert "Traceback" not in result.stderr and "MLflow is starting" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["list", "runs"], ["get", "run", "abc"], ["logs", "abc"], ["run", "w.yaml"]],
+)
+def test_every_command_maps_a_tracking_server_not_ready_to_exit_3(argv, monkeypatch, capsys):
+    from jupyter_air.cli import commands_jobs, commands_logs, commands_run
+    from jupyter_air.tracking.readiness import TrackingServerNotReady
+
+    def not_ready(args):
+        raise TrackingServerNotReady("MLflow at http://127.0.0.1:9 did not answer within 180 s.")
+
+    for module, name in (
+        (commands_jobs, "cmd_list"),
+        (commands_jobs, "cmd_get"),
+        (commands_logs, "cmd_logs"),
+        (commands_run, "cmd_run"),
+    ):
+        monkeypatch.setattr(module, name, not_ready)
+
+    from jupyter_air.cli import EXIT_NO_TRACKING, main
+
+    assert main(argv) == EXIT_NO_TRACKING
+    err = capsys.readouterr().err
+    assert err == "air: MLflow at http://127.0.0.1:9 did not answer within 180 s.\n"

@@ -17,8 +17,15 @@ import psutil
 import pytest
 
 from jupyter_air.mlflow_server.control import ensure_running, leave, stop_leftover
-from jupyter_air.mlflow_server.records import Lease, ServerFiles, live_leases, mlflow_folder
+from jupyter_air.mlflow_server.records import (
+    Lease,
+    ServerFiles,
+    free_port,
+    live_leases,
+    mlflow_folder,
+)
 from jupyter_air.server.mlflow_process import READY, STOPPED, EmbeddedMlflow, healthy
+from jupyter_air.server.mlflow_service import MlflowService
 
 
 def wait_for(predicate, timeout: float = 120.0, step: float = 0.2) -> bool:
@@ -95,6 +102,42 @@ def test_the_port_answers_nothing_without_the_token(mlflow_server):
     # the token is kept where only this user can read it
     mode = (mlflow_server.files.endpoint_file.stat().st_mode) & 0o777
     assert mode == 0o600
+    # and so is everything MLflow keeps (its guard runs it with a umask of 077)
+    files = mlflow_server.files
+    for path in (files.store, files.log_file, files.status_file):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    for path in (files.folder, files.artifacts, files.leases):
+        assert path.stat().st_mode & 0o777 == 0o700, path
+
+
+def test_a_server_refusing_our_token_is_not_starting(mlflow_server):
+    """401 is an answer: the wait stops at once and says so, whatever its timeout."""
+    from jupyter_air.tracking.readiness import (
+        TrackingServerRefused,
+        forget,
+        health,
+        wait_for_tracking_server,
+    )
+
+    assert health(mlflow_server.url, token="not-the-token") == 401
+    assert health(mlflow_server.url, token=mlflow_server.token) == 200
+    assert health("http://127.0.0.1:1", timeout=1) is None
+    forget(mlflow_server.url)
+    said = []
+    with pytest.raises(TrackingServerRefused) as refused:
+        wait_for_tracking_server(
+            mlflow_server.url,
+            timeout_s=600,
+            token="not-the-token",
+            credentials="the token in /x/endpoint.json",
+            report=lambda elapsed, done: said.append(elapsed),
+        )
+    assert str(refused.value).startswith(
+        f"MLflow at {mlflow_server.url} refuses our credentials: HTTP 401 "
+        "(we sent the token in /x/endpoint.json)."
+    )
+    assert "not-the-token" not in str(refused.value)
+    assert said == []  # never "MLflow is starting"
 
 
 def test_a_server_that_crashes_comes_back_on_the_same_address(server):
@@ -289,6 +332,34 @@ def test_the_command_is_the_documented_one(tmp_path):
 @pytest.mark.parametrize("uri", ["http://127.0.0.1:1", "not a url"])
 def test_health_of_nothing_is_false(uri):
     assert healthy(uri, timeout=1) is False
+
+
+def test_ready_is_not_what_the_guard_said_before_mlflow_died(tmp_path):
+    """The guard's last status says ready; MLflow's process has died since (the guard checks it
+    every 2 s): the server reads as not ready at once, saying why."""
+    from jupyter_air.mlflow_server.records import EndpointRecord
+    from jupyter_air.pids import process_start_time
+
+    files = ServerFiles(tmp_path)
+    files.make()
+    me = os.getpid()  # stands for the guard: alive
+    files.write_endpoint(EndpointRecord(free_port(), "t", me, process_start_time(me)))
+    mlflow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    status = {"state": "ready", "guard_pid": me, "mlflow_pid": mlflow.pid}
+    files.write_status({**status, "mlflow_started": process_start_time(mlflow.pid)})
+    server = EmbeddedMlflow(tmp_path)
+    server.endpoint = files.endpoint()
+    server._read()
+    assert server.state == READY and server.status()["state"] == "ready"
+
+    mlflow.kill()
+    mlflow.wait()
+    assert server.state != READY
+    assert server.status()["state"] == "failed"
+    assert f"MLflow (pid {mlflow.pid}) exited" in server.status()["error"]
+    service = MlflowService(base_url="/", data_dir=tmp_path)
+    service.process = server
+    assert not service.ready
 
 
 def test_leases_of_dead_processes_do_not_count(tmp_path):

@@ -220,3 +220,67 @@ def test_a_store_of_the_first_schema_is_migrated_with_its_job_runs(tmp_path):
     store.add_warning(job.id, "MLflow did not answer")
     store.add_warning(job.id, "MLflow did not answer")  # the same twice in a row: once
     assert [w["message"] for w in store.get_job(job.id).warnings] == ["MLflow did not answer"]
+
+
+def mode(path) -> int:
+    import os
+    import stat
+
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_the_data_folder_is_private_to_its_owner_including_what_an_earlier_version_left(
+    tmp_path,
+):
+    """0700 folders and 0600 files: a data folder of an earlier version (0755 and 0644, as the
+    default umask makes them) is narrowed when it is opened, without walking its logs; what is
+    made from then on is private when it is made."""
+    import os
+
+    from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
+    from jupyter_air.workloads.logfile import LogWriter
+    from jupyter_air.workloads.paths import job_dir, log_path
+    from jupyter_air.workloads.processes import spawn_detached
+
+    data = tmp_path / "data"
+    old_job = job_dir(data, "0123456789ab")
+    old_log = log_path(data, "0123456789ab", 1, 0)
+    old_log.parent.mkdir(parents=True)
+    old_log.write_text("an old line\n")
+    (data / "mlflow" / "artifacts" / "1").mkdir(parents=True)
+    for name in ("mlflow.db", "endpoint.json", "server.log"):
+        (data / "mlflow" / name).write_text("x")
+    (data / "notes.txt").write_text("the user's own file, in a folder they chose")
+    for path in [data, *data.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+    store = JobStore.for_data_dir(data)
+    new_job(store)
+    with sqlite3.connect(store.path) as reading:  # its -wal and -shm files exist while open
+        reading.execute("SELECT count(*) FROM jobs").fetchone()
+        for name in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
+            assert mode(data / "workloads" / name) == 0o600, name
+    reading.close()
+    for path in (data, data / "workloads", data / "workloads" / "jobs", data / "mlflow"):
+        assert mode(path) == 0o700, path
+    for name in ("mlflow.db", "endpoint.json", "server.log"):
+        assert mode(data / "mlflow" / name) == 0o600, name
+    assert mode(data / "mlflow" / "artifacts") == 0o700
+    # deeper than that nothing is walked: the folders above are the owner's only
+    assert mode(old_job) == 0o755 and mode(old_log) == 0o644
+    assert mode(data / "notes.txt") == 0o644  # not ours to change
+
+    # made from now on: private when made
+    new_log = log_path(data, "ba9876543210", 1, 0)
+    LogWriter(new_log).close()
+    assert mode(job_dir(data, "ba9876543210")) == 0o700
+    assert mode(new_log.parent) == 0o700 and mode(new_log) == 0o600
+    supervisor_log = job_dir(data, "ba9876543210") / "supervisor.log"
+    pid = spawn_detached([sys.executable, "-c", "pass"], log_file=supervisor_log, env={}, cwd=".")
+    assert pid and mode(supervisor_log) == 0o600
+    files = ServerFiles(mlflow_folder(tmp_path / "fresh"))
+    files.make()
+    with files.lock():
+        pass
+    assert mode(files.folder) == mode(files.leases) == mode(files.artifacts) == 0o700
+    assert mode(files.folder / "start.lock") == 0o600

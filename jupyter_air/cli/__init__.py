@@ -5,8 +5,8 @@
 of jupyter-air's data folder; ``air schedule`` runs a workload on a cron schedule. Tables for
 people, ``--output json`` for scripts (the REST API's models, ``jupyter_air.api``). Exit codes:
 0 ok (a followed job succeeded), 1 the job failed or was cancelled, 2 usage or spec error, 3 no
-tracking server, 4 not enough GPUs, 5 no such job run or schedule, 6 no access to the logs, 130
-interrupted.
+tracking server (or MLflow not answering or refusing), 4 not enough GPUs, 5 no such job run or
+schedule, 6 no access to the logs, 130 interrupted.
 
 The parser is ``parser.py``, the commands ``commands_*.py``, what they print ``render.py``.
 """
@@ -82,3 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(Exception):
             sys.stdout.close()
         return EXIT_OK
+    except Exception as error:
+        from ..tracking.readiness import TrackingServerNotReady
+
+        if isinstance(error, TrackingServerNotReady):  # MLflow not answering, or refusing us
+            print(f"air: {error}", file=sys.stderr)
+            return EXIT_NO_TRACKING
+        raise

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ..pids import group_alive, is_running, process_start_time
+from ..private import open_private
 from .records import (
     Endpoint,
     EndpointRecord,
@@ -66,7 +67,7 @@ def _spawn_guard(files: ServerFiles, start_timeout_s: float, python: str) -> int
         python, "-m", "jupyter_air.mlflow_server.guard", str(files.folder),
         "--start-timeout", f"{start_timeout_s:g}",
     ]  # fmt: skip
-    with open(files.log_file, "ab") as out:
+    with open_private(files.log_file) as out:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

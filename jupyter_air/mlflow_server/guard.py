@@ -26,7 +26,8 @@ import threading
 import time
 from typing import Any
 
-from ..pids import stop_group
+from ..pids import process_start_time, stop_group
+from ..private import UMASK, open_private
 from ..tracking.readiness import healthy
 from .records import (
     FAILED,
@@ -151,7 +152,7 @@ class Guard:
         # MLflow's job runner (GenAI evaluation jobs) adds 8 processes we have no use for
         env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
         command = mlflow_command(self.files, port, self.python)
-        with open(self.files.log_file, "ab") as out:
+        with open_private(self.files.log_file) as out:
             out.write(f"\n--- starting: {' '.join(command)}\n".encode())
             out.flush()
             return subprocess.Popen(
@@ -187,6 +188,7 @@ class Guard:
             started_at=started,
             ready_after_s=None,
             mlflow_pid=self.process.pid,
+            mlflow_started=process_start_time(self.process.pid),
             port=port,
         )
         log.info("MLflow started (pid %d) on port %d", self.process.pid, port)
@@ -249,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder")
     parser.add_argument("--start-timeout", type=float, default=180.0)
     args = parser.parse_args(argv)
+    os.umask(UMASK)  # MLflow's store, artifacts and files: this user's only
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s guard %(levelname)s: %(message)s",

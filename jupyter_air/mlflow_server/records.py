@@ -27,6 +27,7 @@ from typing import Any
 
 from ..api.enums import MlflowState
 from ..pids import is_running, process_start_time
+from ..private import narrow_entries, private_folder
 
 TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"  # what MLflow's client sends as "Authorization: Bearer"
 HOST = "127.0.0.1"
@@ -106,9 +107,11 @@ class ServerFiles:
         return self.folder / "leases"
 
     def make(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.leases.mkdir(parents=True, exist_ok=True)
+        """The folder and its subfolders, private (as what an earlier version left there)."""
+        private_folder(self.folder)
+        narrow_entries(self.folder)
+        private_folder(self.artifacts)
+        private_folder(self.leases)
 
     # endpoint --------------------------------------------------------------------------------
     def read_endpoint(self) -> EndpointRecord | None:
@@ -151,7 +154,7 @@ class ServerFiles:
     @contextlib.contextmanager
     def lock(self, timeout_s: float = 30.0) -> Iterator[None]:
         """Only one process at a time decides whether to start a guard or to stop it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         fd = os.open(self.folder / "start.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + timeout_s
@@ -189,7 +192,7 @@ class Lease:
     def take(cls, files: ServerFiles, what: str, pid: int | None = None) -> Lease:
         """Take a lease for ``pid`` (default: this process); one file per process."""
         pid = pid or os.getpid()
-        files.leases.mkdir(parents=True, exist_ok=True)
+        private_folder(files.leases)
         path = files.leases / f"{pid}.json"
         _write_json(
             path,

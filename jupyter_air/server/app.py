@@ -15,6 +15,7 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
+from ..private import secure_data_dir
 from ..telemetry.backends import BACKEND_CHOICES
 from ..telemetry.models import NODE_PATTERN
 from ..workloads.paths import data_dir as air_data_dir
@@ -193,7 +194,7 @@ class JupyterAir(ExtensionApp):
             getattr(serverapp, "kernel_manager", None),
             getattr(serverapp, "session_manager", None),
         )
-        data_dir = Path(self.data_dir).expanduser()
+        data_dir = secure_data_dir(Path(self.data_dir).expanduser())
         self.gpu = GpuService(
             backend=self.gpu_backend,
             simulated_gpus=self.simulated_gpus,

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..private import open_private, private_folder
+
 log = logging.getLogger("jupyter_air")
 
 
@@ -40,13 +42,13 @@ class ClusterAgents:
                 address,
             )
             return False
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(self.data_dir)
         argv = [
             sys.executable, "-m", "jupyter_air.telemetry.ray_agents",
             "--server", server_url, "--address", address, "--data-dir", str(self.data_dir),
             "--interval", f"{interval_s:g}", "--backend", backend, "--parent", str(os.getpid()),
         ]  # fmt: skip
-        with open(self.data_dir / "cluster-agents.log", "ab") as out:
+        with open_private(self.data_dir / "cluster-agents.log") as out:
             self.process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,

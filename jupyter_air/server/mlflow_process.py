@@ -5,7 +5,8 @@ takes a lease on it at start — starting it, or joining the one a job's supervi
 and leaves it at stop (the last user to leave stops it). A watcher thread reads the guard's
 status for the panels every half second and, if the guard itself died (SIGKILL, a crash),
 starts a new one: the leftover MLflow is stopped first and the same port is used again when it
-is free.
+is free. Ready is what the guard's last check said only while MLflow's process lives: a dead one
+reads as failed at once, before the guard notices and starts it again.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..mlflow_server.records import (
     ServerFiles,
     free_port,
 )
+from ..pids import is_running
 from ..tracking.readiness import healthy
 
 log = logging.getLogger(__name__)
@@ -103,7 +105,21 @@ class EmbeddedMlflow:
 
     @property
     def state(self) -> str:
-        return str(self._status.get("state", STOPPED))
+        return str(self._current().get("state", STOPPED))
+
+    def _current(self) -> dict[str, Any]:
+        """The guard's last status, unless it says ready and MLflow's process is gone."""
+        with self._lock:
+            status = dict(self._status)
+        pid = status.get("mlflow_pid")
+        if status.get("state") == READY and not (
+            isinstance(pid, int) and is_running(pid, status.get("mlflow_started"))
+        ):
+            status["state"] = FAILED
+            status["error"] = (
+                f"MLflow (pid {pid}) exited; its guard starts it again (see {self.log_file})"
+            )
+        return status
 
     @property
     def restarts(self) -> int:
@@ -174,8 +190,7 @@ class EmbeddedMlflow:
             self._status = {"state": STOPPED, "restarts": self._status.get("restarts", 0)}
 
     def status(self) -> dict[str, Any]:
-        with self._lock:
-            status = dict(self._status)
+        status = self._current()
         state = status.get("state", STOPPED)
         started = status.get("started_at")
         elapsed = (

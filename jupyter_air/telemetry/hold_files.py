@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from ..pids import pid_alive
+from ..private import private_folder
 
 DATA_DIR_ENV = "JUPYTER_AIR_DATA_DIR"
 FOLDER = "gpu-holds"
@@ -40,7 +41,7 @@ class HoldFile:
             return cls(None, reason)
         folder = holds_folder(data_dir)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            private_folder(folder)
             path = folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"pid": os.getpid(), "reason": reason, "t": time.time()}))

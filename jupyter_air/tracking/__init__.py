@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .display import MIME_TYPE, RunDisplay, run_bundle, run_payload
     from .experiments import ExperimentError, get_or_create_experiment, resolve_experiment
     from .links import mlflow_ui, run_links
-    from .readiness import TrackingServerNotReady, wait_for_tracking_server
+    from .readiness import TrackingServerNotReady, TrackingServerRefused, wait_for_tracking_server
     from .runs import ManagedRun
     from .system_metrics import SystemMetrics, start_system_metrics
 
@@ -33,6 +33,7 @@ _EXPORTS = {
     "mlflow_ui": "links",
     "run_links": "links",
     "TrackingServerNotReady": "readiness",
+    "TrackingServerRefused": "readiness",
     "wait_for_tracking_server": "readiness",
     "ManagedRun": "runs",
     "SystemMetrics": "system_metrics",
@@ -47,6 +48,7 @@ __all__ = [
     "RunDisplay",
     "SystemMetrics",
     "TrackingServerNotReady",
+    "TrackingServerRefused",
     "get_or_create_experiment",
     "kernel_context",
     "mlflow_ui",

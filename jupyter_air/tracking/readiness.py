@@ -5,7 +5,8 @@ calls with a growing backoff for minutes and prints nothing. Before the first ca
 check ``<tracking URI>/health`` and, while it does not answer, report "MLflow is starting (N s)"
 about once a second until it does (or a timeout passes). Only loopback http servers are waited
 for: they are the embedded one (or one the user runs beside Jupyter); a remote server that does
-not answer is MLflow's to report.
+not answer is MLflow's to report. A server that answers but refuses our credentials (401, 403) is
+not starting: the wait stops at once and says so (``TrackingServerRefused``).
 """
 
 from __future__ import annotations
@@ -29,23 +30,50 @@ _lock = threading.Lock()
 Reporter = Callable[[float, bool], None]
 
 
+REFUSED = (401, 403)  # answers, but not to these credentials
+
+
 class TrackingServerNotReady(RuntimeError):
     """The local tracking server did not answer in time."""
 
 
-def healthy(url: str, timeout: float = 2.0, token: str | None = None) -> bool:
-    """Whether the tracking server at ``url`` answers ``/health``, with ``token`` as MLflow's
-    client would send it (default: ``MLFLOW_TRACKING_TOKEN``; jupyter-air's embedded server
-    answers nothing without it)."""
+class TrackingServerRefused(TrackingServerNotReady):
+    """The tracking server answers, but refuses our credentials (HTTP 401 or 403)."""
+
+
+def health(url: str, timeout: float = 2.0, token: str | None = None) -> int | None:
+    """The HTTP status of ``<url>/health`` asked with ``token`` as MLflow's client would send it
+    (default: ``MLFLOW_TRACKING_TOKEN``; jupyter-air's embedded server answers 401 without it),
+    or None when nothing answers."""
     token = token if token is not None else os.environ.get("MLFLOW_TRACKING_TOKEN")
     try:
         request = urllib.request.Request(f"{url.rstrip('/')}/health")
         if token:
             request.add_header("Authorization", f"Bearer {token}")
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status == 200
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
     except (urllib.error.URLError, OSError, ValueError):
-        return False
+        return None
+
+
+def healthy(url: str, timeout: float = 2.0, token: str | None = None) -> bool:
+    """Whether the tracking server at ``url`` answers ``/health`` with 200 (``health``)."""
+    return health(url, timeout, token) == 200
+
+
+def refused_message(url: str, status: int, credentials: str | None = None) -> str:
+    """What to tell a person whose credentials ``url`` refused (never the token itself)."""
+    sent = credentials or (
+        "MLFLOW_TRACKING_TOKEN" if os.environ.get("MLFLOW_TRACKING_TOKEN") else "no token"
+    )
+    return (
+        f"MLflow at {redacted(url)} refuses our credentials: HTTP {status} (we sent {sent}). "
+        "Set MLFLOW_TRACKING_TOKEN to this server's token, or use the data folder of the "
+        "Jupyter server that runs it (JUPYTER_AIR_DATA_DIR, or its c.JupyterAir.data_dir): "
+        "`air` then reads the token there."
+    )
 
 
 def wait_for_tracking_server(
@@ -55,9 +83,11 @@ def wait_for_tracking_server(
     report: Reporter | None = None,
     poll_s: float = 0.5,
     token: str | None = None,
+    credentials: str | None = None,
 ) -> float:
     """Return once ``tracking_uri`` answers (at once for remote or non-http URIs): the seconds
-    waited. Raises TrackingServerNotReady after ``timeout_s``."""
+    waited. Raises TrackingServerRefused at once when it answers 401 or 403 (``credentials``
+    says what was sent, for the message), TrackingServerNotReady after ``timeout_s``."""
     if not tracking_uri or not is_loopback_http(tracking_uri):
         return 0.0
     now = time.monotonic()
@@ -66,7 +96,9 @@ def wait_for_tracking_server(
             return 0.0
     start = now
     reported = -1
-    while not healthy(tracking_uri, timeout=2.0, token=token):
+    while (status := health(tracking_uri, timeout=2.0, token=token)) != 200:
+        if status in REFUSED:
+            raise TrackingServerRefused(refused_message(tracking_uri, status, credentials))
         elapsed = time.monotonic() - start
         if elapsed > timeout_s:
             raise TrackingServerNotReady(

@@ -4,11 +4,15 @@ In a kernel or a JupyterLab terminal, the jupyter-air server's environment says 
 (``MLFLOW_TRACKING_URI``, ``MLFLOW_TRACKING_TOKEN``, ``JUPYTER_AIR_MLFLOW_UI``,
 ``JUPYTER_AIR_BASE_URL``). From a shell, the running Jupyter servers are found from their runtime
 files (``jupyter server list``) and asked ``GET <server>air/api/mlflow`` for the tracking URI and
-UI; the embedded server's token is read from the data folder (only this user can read it).
-With no Jupyter server running, the data folder's embedded server is used — joined when it runs
-(a job keeps it up), started when ``air run`` needs it. Links printed for people are absolute
-URLs on the Jupyter server: the MLflow UI at ``<server>air/mlflow/`` and the job itself at
-``<server>lab?air-workload=<job id>`` (the Workloads panel opens on it).
+UI; the token of a jupyter-air MLflow server is read from the data folder it belongs to (only
+this user can read it): this process's, or the one a running Jupyter server records in Jupyter's
+runtime folder (``jupyter-air-<pid>.json``) — the two may differ (``JUPYTER_AIR_DATA_DIR``). The
+token never travels over HTTP nor appears in a command line; when it cannot be read, ``air run``
+says at once which data folder to use. With no Jupyter server running, the data folder's
+embedded server is used — joined when it runs (a job keeps it up), started when ``air run``
+needs it. Links printed for people are absolute URLs on the Jupyter server: the MLflow UI at
+``<server>air/mlflow/`` and the job itself at ``<server>lab?air-workload=<job id>`` (the
+Workloads panel opens on it).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..mlflow_server.records import Endpoint, Lease, ServerFiles, mlflow_folder
@@ -47,6 +52,11 @@ class Connection:
     token: str | None = field(default=None, repr=False)  # MLFLOW_TRACKING_TOKEN for it
     embedded: bool = False  # the embedded server of this data folder
     lease: Lease | None = field(default=None, repr=False)  # held while this process needs it
+    # where the token comes from, for messages (never the token itself)
+    credentials: str | None = None
+    # the folder (``<data>/mlflow``) of the jupyter-air server at tracking_uri: this data
+    # folder's or the Jupyter server's; None for a server of the user's
+    server_folder: Path | None = field(default=None, repr=False)
 
     def activate(self) -> None:
         """Point this process's MLflow client at the server (a CLI or a supervisor: its own
@@ -91,21 +101,40 @@ def find_connection(
     runs, started when ``start_embedded`` (the connection then holds a lease on it: hand it to
     whatever keeps using it). Raises NoTrackingServer when ``require_tracking`` and there is
     none; else returns None then."""
-    from .paths import data_dir
+    from .paths import data_dir, served_data_dirs
 
     env_uri = os.environ.get("MLFLOW_TRACKING_URI") or None
     env_token = os.environ.get("MLFLOW_TRACKING_TOKEN") or None
     env_ui = os.environ.get("JUPYTER_AIR_MLFLOW_UI") or None
     env_base = os.environ.get("JUPYTER_AIR_BASE_URL") or None
     env_server = os.environ.get("JUPYTER_AIR_SERVER_URL") or None
-    files = ServerFiles(mlflow_folder(data_dir(data)))
+    folder = data_dir(data)
+    files = ServerFiles(mlflow_folder(folder))
     embedded = _running_embedded(files)
 
-    def made(uri: str, token: str | None, **links: Any) -> Connection:
-        ours = embedded is not None and _same(uri, embedded.url)
-        if ours and not token:
-            token = embedded.token if embedded is not None else None
-        return Connection(tracking_uri=uri, token=token, embedded=ours, **links)
+    def made(uri: str, token: str | None, sent: str | None = None, **links: Any) -> Connection:
+        """``token``: the one this process has for ``uri`` (``sent`` says where it comes
+        from, default MLFLOW_TRACKING_TOKEN); else the one of its data folder, when it is a
+        jupyter-air server's."""
+        found = None if token else server_token(uri, folder)
+        server_folder: Path | None
+        credentials: str | None
+        if found is not None:
+            token, server_folder = found
+            credentials = f"the token in {ServerFiles(server_folder).endpoint_file}"
+        else:
+            ours = embedded is not None and _same(uri, embedded.url)
+            server_folder = files.folder if ours else None
+            credentials = (sent or "MLFLOW_TRACKING_TOKEN") if token or env_token else None
+            token = token or env_token  # what MLflow's client would send anyway
+        return Connection(
+            tracking_uri=uri,
+            token=token,
+            embedded=server_folder == files.folder,
+            credentials=credentials,
+            server_folder=server_folder,
+            **links,
+        )
 
     for info in _servers_by_preference(env_base):
         answer = _ask_mlflow(info, timeout_s)
@@ -119,13 +148,17 @@ def find_connection(
         if not tracking or answer.get("mode") == "disabled":
             continue
         ui = answer.get("ui")
-        return made(
+        found = made(
             tracking,
             env_token if env_uri else None,
             server_url=server_url,
             mlflow_ui=_with_slash(urllib.parse.urljoin(server_url, ui)) if ui else None,
             source="env" if env_uri else "server",
         )
+        if require_tracking and not found.token and answer.get("mode") == "embedded":
+            theirs = served_data_dirs().get(_int(info.get("pid")))
+            raise NoTrackingServer(_other_data_folder(server_url, theirs, folder))
+        return found
     if env_uri:
         ui = None
         if env_ui:
@@ -138,7 +171,8 @@ def find_connection(
         server = _with_slash(env_server) if env_server else None
         return made(env_uri, env_token, server_url=server, mlflow_ui=ui, source="env")
     if embedded is not None and not start_embedded:
-        return made(embedded.url, embedded.token, source="data")
+        sent = f"the token in {files.endpoint_file}"
+        return made(embedded.url, embedded.token, sent, source="data")
     if start_embedded:
         from ..mlflow_server.control import ensure_running
 
@@ -151,10 +185,53 @@ def find_connection(
             embedded=True,
             lease=lease,
             source="data",
+            credentials=f"the token in {files.endpoint_file}",
+            server_folder=files.folder,
         )
     if require_tracking:
         raise NoTrackingServer(HOW_TO_FIX)
     return None
+
+
+def server_token(uri: str | None, data: Path | None = None) -> tuple[str, Path] | None:
+    """The token of the jupyter-air MLflow server answering at ``uri``, and its folder: read
+    from its data folder (``data``, then those of the running jupyter-air servers), where only
+    this user can read it. None when ``uri`` is no running jupyter-air server's."""
+    from .paths import served_data_dirs
+
+    if not uri:
+        return None
+    folders = [data] if data is not None else []
+    folders += [d for d in served_data_dirs().values() if d not in folders]
+    for folder in folders:
+        files = ServerFiles(mlflow_folder(folder))
+        record = files.read_endpoint()
+        if record is not None and _same(record.endpoint.url, uri) and record.guard_alive():
+            return record.token, files.folder
+    return None
+
+
+def _other_data_folder(server_url: str, theirs: Path | None, ours: Path) -> str:
+    """Why a Jupyter server's MLflow cannot be used from here, and what to do."""
+    where = f"the data folder {theirs}" if theirs is not None else "another data folder"
+    use = (
+        f"Run `air` with JUPYTER_AIR_DATA_DIR={theirs}"
+        if theirs is not None
+        else "Run `air` with JUPYTER_AIR_DATA_DIR set to that server's c.JupyterAir.data_dir"
+    )
+    return (
+        f"The Jupyter server at {server_url} records its runs in jupyter-air's MLflow server of "
+        f"{where}, and this command uses the data folder {ours}: that server's token could not "
+        f"be read here, and it answers nothing without it. {use} (or in a terminal of that "
+        "JupyterLab), or set MLFLOW_TRACKING_URI and MLFLOW_TRACKING_TOKEN."
+    )
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
 
 
 def _running_embedded(files: ServerFiles) -> Endpoint | None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..pids import is_running
 from ..pids import process_start_time as start_time
+from ..private import private_folder
 from .capacity import GpuInventory, assign_gpus, gpu_inventory
 from .connection import Connection, find_connection
 from .paths import data_dir, job_dir, new_job_id
@@ -195,8 +196,7 @@ def _submit(
     with contextlib.suppress(Exception):
         purge_logs(store)
     job_id = job_id or new_job_id()
-    folder = job_dir(store.data_dir, job_id)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_folder(job_dir(store.data_dir, job_id))
     try:
         if spec_yaml is not None:
             (folder / "workload.yaml").write_text(spec_yaml, encoding="utf-8")
@@ -244,8 +244,13 @@ def _submit(
         store.finish_job(job.id, FAILED, f"could not start the supervisor: {error}")
         raise
     store.set_supervisor(job.id, pid, start_time(pid))
-    if connection.embedded:  # the embedded server runs for as long as the job needs it
-        Lease.take(ServerFiles(mlflow_folder(store.data_dir)), "supervisor", pid=pid)
+    # a jupyter-air server (this data folder's, or the Jupyter server's of another data folder)
+    # runs for as long as the job needs it
+    held = connection.server_folder or (
+        mlflow_folder(store.data_dir) if connection.embedded else None
+    )
+    if held is not None:
+        Lease.take(ServerFiles(held), "supervisor", pid=pid)
     return store.get_job(job.id)
 
 
@@ -266,7 +271,12 @@ def _experiment(
             if report is not None:
                 report(starting_message(elapsed, done))
 
-        wait_for_tracking_server(connection.tracking_uri, report=said, token=connection.token)
+        wait_for_tracking_server(
+            connection.tracking_uri,
+            report=said,
+            token=connection.token,
+            credentials=connection.credentials,
+        )
     client = MlflowClient(tracking_uri=connection.tracking_uri)
     experiment = get_or_create_experiment(
         spec.experiment_name, artifact_location=spec.mlflow_artifact_location, client=client

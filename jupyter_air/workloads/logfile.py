@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..private import FILE_MODE, private_folder
 from .levels import ERROR, INFO, WARNING
 
 PREFIX = 35  # len("ERROR 2025-11-29T10:13:20.123Z out ")
@@ -71,9 +72,9 @@ class LogWriter:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(self.path.parent)
         self._fd: int | None = os.open(
-            self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644
+            self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE
         )
         self._lock = threading.Lock()
         self.stats = LogStats(bytes=os.fstat(self._fd).st_size)

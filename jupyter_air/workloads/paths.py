@@ -58,6 +58,13 @@ def record_server(runtime_dir: str | os.PathLike[str], data: Path) -> Path:
 def served_data_dir(runtime_dir: str | os.PathLike[str] | None = None) -> Path | None:
     """The data folder of the running jupyter-air servers when they all use the same one; None
     when none runs, or when they use different ones (the caller then keeps the default)."""
+    found = set(served_data_dirs(runtime_dir).values())
+    return found.pop() if len(found) == 1 else None
+
+
+def served_data_dirs(runtime_dir: str | os.PathLike[str] | None = None) -> dict[int, Path]:
+    """The data folder of each running jupyter-air server, by its pid (the ``pid`` of its
+    ``jpserver-<pid>.json``)."""
     from ..pids import pid_alive
 
     if runtime_dir is None:
@@ -67,18 +74,18 @@ def served_data_dir(runtime_dir: str | os.PathLike[str] | None = None) -> Path |
     try:
         names = os.listdir(runtime_dir)
     except OSError:
-        return None
-    found: set[str] = set()
+        return {}
+    found: dict[int, Path] = {}
     for name in names:
         match = SERVER_RECORD.match(name)
         if not match or not pid_alive(int(match["pid"])):
             continue
         try:
             with open(os.path.join(runtime_dir, name), encoding="utf-8") as file:
-                found.add(str(json.load(file)["data_dir"]))
+                found[int(match["pid"])] = Path(str(json.load(file)["data_dir"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-    return Path(found.pop()) if len(found) == 1 else None
+    return found
 
 
 def workloads_dir(data: Path) -> Path:

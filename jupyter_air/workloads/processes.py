@@ -26,8 +26,10 @@ def spawn_detached(
     """Start ``argv`` in a new session with no inherited stdio (output to ``log_file``), so it
     outlives this process, its terminal and its kernel. A thread reaps it if this process is
     still there when it ends (no zombie)."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_file, "ab") as out:
+    from ..private import open_private, private_folder
+
+    private_folder(log_file.parent)
+    with open_private(log_file) as out:
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,

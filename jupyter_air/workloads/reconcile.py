@@ -30,6 +30,7 @@ from typing import Any
 from ..api.enums import RUN_TERMINAL, run_status_of
 from ..mlflow_server.records import ServerFiles, mlflow_folder
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
+from .connection import server_token
 from .store import TERMINAL, Attempt, JobRun, JobStore
 from .tracking_calls import EMBEDDED, bound_mlflow_calls
 
@@ -103,7 +104,9 @@ def _tracking(store: JobStore, job: JobRun) -> tuple[str, str | None] | None:
         return record.endpoint.url, record.endpoint.token
     if not job.tracking_uri:
         return None
-    return job.tracking_uri, os.environ.get("MLFLOW_TRACKING_TOKEN") or None
+    found = server_token(job.tracking_uri)  # another data folder's server (a Jupyter server's)
+    token = found[0] if found else os.environ.get("MLFLOW_TRACKING_TOKEN") or None
+    return job.tracking_uri, token
 
 
 def _close(store: JobStore, job: JobRun, uri: str, token: str | None, report: Report) -> None:

@@ -401,7 +401,12 @@ class JobStore:
             conn.execute("COMMIT")
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from ..private import create_private, private_folder, secure_data_dir
+
+        if self.path == store_path(self.data_dir):  # a data folder's (not a file of a test's)
+            secure_data_dir(self.data_dir)
+        private_folder(self.path.parent)
+        create_private(self.path)  # SQLite gives its -wal and -shm files the same mode
         conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None)
         try:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
