@@ -1,12 +1,40 @@
 """How times, durations and outcomes read for people: one wording for ``air``, the run displays
-in cell outputs and the magics (the panels word them the same way in ``src/*/format.ts``)."""
+in cell outputs and the magics (the panels word them the same way in ``src/*/format.ts``); and
+what a terminal may be shown of text we did not write (names, reasons, commands)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Protocol
 
 NONE = "-"
+
+# C0 controls, DEL and C1 controls: in a terminal they act (ESC starts a sequence that can set
+# the window's title or clear the screen, BEL rings) instead of showing
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but TAB and LF
+_CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x09: "TAB", 0x0A: "LF", 0x0B: "VT"}
+_CONTROL_NAMES |= {0x0C: "FF", 0x0D: "CR", 0x1B: "ESC", 0x7F: "DEL", 0x9B: "CSI"}
+
+
+def control_character(text: str) -> str | None:
+    """``U+001B (ESC) at position 4`` for the first control character of ``text`` (positions
+    from 1), None when it has none."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    name = f" ({_CONTROL_NAMES[code]})" if code in _CONTROL_NAMES else ""
+    return f"U+{code:04X}{name} at position {found.start() + 1}"
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """``text`` with its control characters written as escapes (``\\x1b``): what a terminal
+    printer shows of text it did not write. ``lines``: a message of several lines, whose line
+    breaks and tabs stay."""
+    pattern = _CONTROL_IN_LINES if lines else _CONTROL
+    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class _Ended(Protocol):

@@ -183,3 +183,33 @@ def test_every_command_that_prints_data_takes_output_json(env):
     assert [json.loads(line)["text"] for line in logs.stdout.splitlines()] == ["1"]
     assert json.loads(outputs["agent-token --list"].stdout) == {"nodes": ["node-1"]}
     assert json.loads(outputs["cancel"].stdout)["status"] == "SUCCEEDED"
+
+
+def test_control_characters_in_records_are_printed_as_escapes(env):
+    """A name written before names were checked (or by anything else that reaches the store)
+    cannot act on the terminal: `air` prints its control characters as escapes."""
+    from jupyter_air.tracking.naming import current_user
+    from jupyter_air.workloads.paths import new_job_id
+
+    hostile = "runs\x1b]0;owned\x07\x1b[2J\x9b"
+    job_id = new_job_id()
+    env.store.create_job(
+        id=job_id, experiment_name=hostile, run_name=hostile + "-run", command="echo \x1b[31m",
+        compute={"num_accelerators": 1, "accelerator_type": "CPU", "num_nodes": 1},
+        max_retries=0, spec={}, user=current_user(),
+    )  # fmt: skip
+    env.store.finish_job(job_id, "FAILED", "the reason \x07 rang")
+    escaped = "runs\\x1b]0;owned\\x07\\x1b[2J\\x9b"
+    for columns in (None, 200):
+        listed = air("list", "runs", "--all-status", "--all-users", columns=columns)
+        assert listed.returncode == 0, listed.stderr
+        shown = air("get", "run", job_id, columns=columns)
+        assert shown.returncode == 0, shown.stderr
+        for output in (listed.stdout, shown.stdout):
+            assert not any(c in output for c in "\x1b\x07\x9b"), output
+        assert escaped in shown.stdout and "echo \\x1b[31m" in shown.stdout
+        assert "the reason \\x07 rang" in shown.stdout
+        assert "runs\\x1b" in listed.stdout
+    # scripts get the record as it is, in JSON (which escapes it)
+    record = json.loads(air("get", "run", job_id, "-o", "json").stdout)
+    assert record["experiment_name"] == hostile

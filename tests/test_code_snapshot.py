@@ -205,6 +205,74 @@ def test_past_the_size_limit_nothing_is_created(env):
     _nothing_created(env)
 
 
+def test_links_out_of_the_folder_are_refused_and_links_inside_stay_links(env):
+    """Nothing outside the working folder enters a snapshot or its artifact: a link that points
+    outside (absolute, relative, through another link) refuses the submission with its name;
+    links inside are copied as links (an absolute one pointing into the copy), and the artifact
+    code/ uploads no link's target but lists the links."""
+    project = env.tmp / "linked"
+    outside = write(env.tmp, "secret.txt", "a secret outside the working folder\n")
+    write(project, "train.py", "print(open('abs.txt').read().strip(), flush=True)\n")
+    write(project, "sub/data.txt", "inside\n")
+    spec = write(
+        project,
+        "workload.yaml",
+        f"experiment_name: links-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
+        f"command: {PY} train.py\n",
+    )
+    hostile = {
+        "hostname": "/etc/hostname",
+        "up.txt": "../secret.txt",
+        "sub/deep.txt": "../../secret.txt",
+        "hop.txt": "sub/hop2.txt",  # a link to a link that leaves the folder
+    }
+    (project / "sub" / "hop2.txt").symlink_to(outside)
+    for name, target in hostile.items():
+        link = project / name
+        link.symlink_to(target)
+        refused = air("run", str(spec))
+        assert refused.returncode == 2, refused.stderr
+        shown = target if name != "hop.txt" else "sub/hop2.txt"
+        assert f"symbolic link {name} -> {shown}, which points outside" in refused.stderr, (
+            refused.stderr
+        )
+        assert "copy the file it points to into the folder" in refused.stderr
+        _nothing_created(env)
+        link.unlink()
+        if name == "hop.txt":
+            (project / "sub" / "hop2.txt").unlink()
+
+    (project / "latest.txt").symlink_to("sub/data.txt")
+    (project / "abs.txt").symlink_to(project / "sub" / "data.txt")
+    (project / "folder").symlink_to("sub")
+    (project / "dangling").symlink_to("not-there-yet")
+    submitted = air("run", str(spec), "-o", "json")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = json.loads(submitted.stdout)["id"]
+    job = wait_for(env.store, job_id)
+    assert job.status == "SUCCEEDED", job.reason
+    assert "inside" in _logs(job_id, 1)  # through the absolute link, in the copy
+    snapshot = job_dir(env.store.data_dir, job_id) / "code"
+    assert os.readlink(snapshot / "latest.txt") == "sub/data.txt"
+    assert os.readlink(snapshot / "abs.txt") == "sub/data.txt"  # into the copy
+    assert os.readlink(snapshot / "folder") == "sub"
+    assert os.readlink(snapshot / "dangling") == "not-there-yet"
+    shown = json.loads(air("get", "run", job_id, "-o", "json").stdout)["code"]
+    size = sum(os.path.getsize(project / n) for n in ("train.py", "workload.yaml", "sub/data.txt"))
+    assert shown["files"] == 7 and shown["bytes"] == size  # links count 0 bytes: not uploaded
+
+    (run,) = _runs(env, job_id)
+    artifacts = {a.path for a in env.client.list_artifacts(run.info.run_id, "code")}
+    assert artifacts == {"code/train.py", "code/workload.yaml", "code/sub", "code/LINKS.txt"}
+    listed = Path(env.client.download_artifacts(run.info.run_id, "code/LINKS.txt", str(env.tmp)))
+    assert listed.read_text().splitlines() == [
+        "abs.txt -> sub/data.txt",
+        "dangling -> not-there-yet",
+        "folder -> sub",
+        "latest.txt -> sub/data.txt",
+    ]
+
+
 def test_dry_run_says_what_would_be_snapshotted(env):
     project = env.tmp / "plain"
     write(project, "train.py", "print(1)\n")

@@ -269,3 +269,22 @@ def test_the_local_backend_refuses_more_nodes_than_one_machine_runs(tmp_path):
         "compute.num_nodes: is 17; the local backend runs at most 16 nodes, all on this machine "
         "(line 5); to run on several machines, connect a Ray cluster"
     ), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("experiment_name", "runs\\e]0;owned\\a", "U+001B (ESC) at position 5"),
+        ("mlflow_run_name", "ring\\a", "U+0007 (BEL) at position 5"),
+        ("experiment_name", "clear\\e[2J", "U+001B (ESC) at position 6"),
+        ("mlflow_run_name", "c1\\x9b2J", "U+009B (CSI) at position 3"),
+        ("mlflow_run_name", "two\\nlines", "U+000A (LF) at position 4"),
+    ],
+)
+def test_names_with_control_characters_are_refused_naming_field_and_character(field, value, shown):
+    names = {"experiment_name": "e", "mlflow_run_name": "r", field: value}
+    text = "".join(f'{name}: "{text}"\n' for name, text in names.items()) + "command: x\n"
+    (problem,) = problems(text)
+    line = list(names).index(field) + 1
+    assert problem.startswith(f"{field}: contains the control character {shown}"), problem
+    assert f"(line {line})" in problem

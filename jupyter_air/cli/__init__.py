@@ -30,6 +30,7 @@ from .common import (
     CliError,
 )
 from .parser import build_parser
+from .render import printable
 
 __all__ = [
     "EXIT_CAPACITY",
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handlers[args.command](args))
     except CliError as error:
-        print(f"air: {error}", file=sys.stderr)
+        print(printable(f"air: {error}", lines=True), file=sys.stderr)
         return error.code
     except KeyboardInterrupt:
         print("\nair: interrupted", file=sys.stderr)
@@ -86,6 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..tracking.readiness import TrackingServerNotReady
 
         if isinstance(error, TrackingServerNotReady):  # MLflow not answering, or refusing us
-            print(f"air: {error}", file=sys.stderr)
+            print(printable(f"air: {error}", lines=True), file=sys.stderr)
             return EXIT_NO_TRACKING
         raise

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CliError, connection, open_store
-from .render import json_out, table, time_text
+from .render import json_out, printable, table, time_text
 
 if TYPE_CHECKING:
     from ..api.schedules import Schedule as ScheduleView
@@ -87,7 +87,7 @@ def _create(args: argparse.Namespace) -> int:
     if args.output == "json":
         json_out(view.model_dump(mode="json"))
         return EXIT_OK
-    print(f"Created schedule {schedule.name} ({schedule.id}): {_when(schedule)}")
+    print(printable(f"Created schedule {schedule.name} ({schedule.id}): {_when(schedule)}"))
     print(f"  Next firing: {_next(view)}")
     print(f"  {FIRES_FROM_SERVER}")
     return EXIT_OK
@@ -129,7 +129,8 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _print(view: ScheduleView) -> None:
-    print(f"Schedule {view.name} ({view.id}): {'paused' if view.paused else 'active'}")
+    state = "paused" if view.paused else "active"
+    print(printable(f"Schedule {view.name} ({view.id}): {state}"))
     fields = [
         ("Cron", f"{view.cron} ({view.timezone})"),
         ("Next firing", _next(view)),
@@ -142,7 +143,7 @@ def _print(view: ScheduleView) -> None:
     ]
     for label, value in fields:
         if value:
-            print(f"  {label + ':':<13}{value}")
+            print(f"  {label + ':':<13}{printable(value)}")
     if view.last_runs:
         print("\nLast runs")
         rows = [[r.id, r.status, time_text(r.submitted_at)] for r in view.last_runs]

@@ -3,7 +3,9 @@ statuses in the words every part of jupyter-air uses (``jupyter_air.rendering``)
 
 Tables and ``Label: value`` lines fit the terminal (``COLUMNS``, else the terminal's width; not
 cut when the output is not a terminal): long cells end with "…", ids and links are never cut,
-and a table too wide even so leaves out the columns it may do without.
+and a table too wide even so leaves out the columns it may do without. What they print of text
+jupyter-air did not write (names, reasons, commands) shows its control characters as escapes:
+a name holding ESC cannot set the window's title or clear the screen.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from ..rendering import duration_text, outcome_text, status_text, time_text
+from ..rendering import duration_text, outcome_text, printable, status_text, time_text
 
 __all__ = [
     "duration_text",
     "fields",
     "json_out",
     "outcome_text",
+    "printable",
     "say",
     "status_text",
     "table",
@@ -67,8 +70,8 @@ class Brief(str):
     short: str
 
     def __new__(cls, text: str, short: str) -> Brief:
-        cell = super().__new__(cls, text)
-        cell.short = short
+        cell = super().__new__(cls, printable(text))
+        cell.short = printable(short)
         return cell
 
 
@@ -91,7 +94,9 @@ def table(
     order, while the others would be cut narrower than ``COMFORTABLE_CELL``."""
     kept = set(keep)
     limit = width()
-    cells: list[list[str]] = [list(row) for row in [headers, *rows]]
+    cells: list[list[str]] = [
+        [c if isinstance(c, Brief) else printable(c) for c in row] for row in [headers, *rows]
+    ]
     natural = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     if limit is not None and indent + sum(natural) + len(GAP) * (len(natural) - 1) > limit:
         cells = [[c.short if isinstance(c, Brief) else c for c in row] for row in cells]
@@ -132,9 +137,10 @@ def _whole(value: str) -> bool:
 def fields(rows: Iterable[tuple[str, str | None]], label_width: int, indent: int = 2) -> None:
     """``Label:  value`` lines (empty values left out), long values wrapped under themselves."""
     limit = width()
-    for label, value in rows:
-        if not value:
+    for label, text in rows:
+        if not text:
             continue
+        value = printable(text)
         head = " " * indent + f"{label + ':':<{label_width}}"
         if limit is None or _whole(value) or len(head) + len(value) <= limit:
             print(head + value)
@@ -153,6 +159,7 @@ def say(text: str, indent: int = 0, stream: TextIO | None = None) -> None:
     """A sentence, wrapped to the terminal."""
     limit = width()
     pad = " " * indent
+    text = printable(text)
     lines = [pad + text]
     if limit is not None:
         lines = textwrap.wrap(text, limit, initial_indent=pad, subsequent_indent=pad)

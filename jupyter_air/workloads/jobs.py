@@ -157,15 +157,16 @@ def code_listing(
     spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None = None
 ) -> Listing | None:
     """What the submission snapshots of ``working_dir`` (None: the job runs it live), without
-    the data folder ``data``. Raises SpecError when it is over a snapshot's limits."""
-    from .snapshot import LIVE, SnapshotTooLarge, list_snapshot, resolve_source
+    the data folder ``data``. Raises SpecError when it is over a snapshot's limits or a link
+    points outside the folder."""
+    from .snapshot import LIVE, SnapshotRefused, list_snapshot, resolve_source
     from .spec import SpecError
 
     if resolve_source(spec.code_source, backend) == LIVE:
         return None
     try:
         return list_snapshot(spec.working_dir or os.getcwd(), data=data_dir(data))
-    except SnapshotTooLarge as error:
+    except SnapshotRefused as error:
         field = "code_source" if spec.code_source else "working_dir"
         raise SpecError([spec.problem(field, str(error), hint=error.hint)]) from None
 

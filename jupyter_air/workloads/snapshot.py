@@ -9,6 +9,11 @@ elsewhere every file of the folder. ``.git`` is never copied. A snapshot has lim
 bytes, below): past them the submission is refused before anything is created, saying what to do.
 Each attempt's MLflow run gets the git commit and whether the folder had uncommitted changes, and
 the snapshot as its artifact ``code/`` when it is small (else its path as a tag).
+
+Symbolic links are copied as links. A link that points outside the folder (after every link and
+``..`` on its way) refuses the submission, naming the link: what it points to is not the
+folder's to copy to every node and into an artifact others can read. The artifact leaves links
+out (an upload would read their targets) and lists them in ``code/LINKS.txt``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ MAX_ARTIFACT_BYTES = 5 << 20
 SNAPSHOT = "snapshot"
 LIVE = "live"
 CODE_FOLDER = "code"  # in the job's folder
+LINKS_FILE = "LINKS.txt"  # in the artifact code/: the snapshot's links, which are not uploaded
 WORKING_DIR_ENV = "JUPYTER_AIR_WORKING_DIR"  # each node's command: the working_dir submitted
 GIT_TIMEOUT_S = 30.0
 
@@ -37,7 +43,31 @@ TAG_CODE_SOURCE = "jupyter_air.code_source"
 TAG_CODE_PATH = "jupyter_air.code_path"
 
 
-class SnapshotTooLarge(ValueError):
+class SnapshotRefused(ValueError):
+    """The working folder cannot be snapshotted as it is; ``hint`` says what to do."""
+
+    hint = ""
+
+
+class LinkOutside(SnapshotRefused):
+    """A symbolic link of the working folder points outside it: what it points to is not the
+    user's code to copy (a link to ``/etc`` or to another project's secrets would reach every
+    node and the run's artifact ``code/``)."""
+
+    def __init__(self, folder: str, name: str, target: str) -> None:
+        self.folder, self.name, self.target = folder, name, target
+        super().__init__(
+            f"{folder} holds the symbolic link {name} -> {target}, which points outside the "
+            "folder: a snapshot copies only what is inside it"
+        )
+
+    hint = (
+        "copy the file it points to into the folder, remove the link (or list it in a "
+        ".gitignore of a git repository), or set code_source: live to run the folder as it is"
+    )
+
+
+class SnapshotTooLarge(SnapshotRefused):
     """The working folder is over a snapshot's limits (``files``/``bytes``: counted so far)."""
 
     def __init__(self, folder: str, files: int, size: int) -> None:
@@ -161,17 +191,21 @@ def list_snapshot(folder: str, *, data: str | os.PathLike[str] | None = None) ->
     names = _git_files(folder) if git is not None else None
     candidates = names if names is not None else _walk(folder)
     skipped = _inside(Path(data), Path(folder)) if data is not None else None
+    real_folder = os.path.realpath(folder)
     paths: list[str] = []
     total = 0
     for relative in candidates:
         parts = Path(relative).parts
         if not parts or ".git" in parts or (skipped and parts[: len(skipped)] == skipped):
             continue
+        path = os.path.join(folder, relative)
         try:
-            info = os.lstat(os.path.join(folder, relative))
+            info = os.lstat(path)
         except OSError:
             continue  # listed by git, deleted since
-        if not (_is_file(info.st_mode) or _is_link(info.st_mode)):
+        if _is_link(info.st_mode):
+            _check_link(folder, real_folder, relative, path)
+        elif not _is_file(info.st_mode):
             continue  # a submodule's folder
         paths.append(relative)
         total += info.st_size if _is_file(info.st_mode) else 0
@@ -196,11 +230,21 @@ def _git_files(folder: str) -> list[str] | None:
     return list(dict.fromkeys(names))  # a file in conflict is listed once per stage
 
 
+def _check_link(folder: str, real_folder: str, relative: str, path: str) -> None:
+    """Refuse a link whose target, followed to the end (links of links, ``..``), is outside the
+    folder. A link whose target does not exist is kept when it would be inside."""
+    target = os.path.realpath(path)
+    if target != real_folder and not target.startswith(real_folder.rstrip(os.sep) + os.sep):
+        raise LinkOutside(folder, relative, os.readlink(path))
+
+
 def _walk(folder: str) -> Any:
+    """Every file and link below ``folder`` (links to folders as entries, never followed), in
+    time linear in their count."""
     for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(Path(root, d)))
-        links = [d for d in os.listdir(root) if d not in files and os.path.islink(Path(root, d))]
-        for name in sorted([*files, *links]):
+        linked = {d for d in dirs if os.path.islink(os.path.join(root, d))}
+        dirs[:] = sorted(d for d in dirs if d != ".git" and d not in linked)
+        for name in sorted([*files, *linked]):
             yield os.path.relpath(os.path.join(root, name), folder)
 
 
@@ -221,6 +265,7 @@ def copy_snapshot(listing: Listing, target: Path) -> CodeRecord:
     OSError or SnapshotTooLarge (the files grew since they were listed); the caller removes
     what was copied."""
     target.mkdir(parents=True)
+    real_folder = os.path.realpath(listing.folder)
     total = 0
     copied = 0
     for relative in listing.paths:
@@ -229,7 +274,11 @@ def copy_snapshot(listing: Listing, target: Path) -> CodeRecord:
         destination.parent.mkdir(parents=True, exist_ok=True)
         try:
             if os.path.islink(source):
-                os.symlink(os.readlink(source), destination)
+                link = os.readlink(source)
+                if os.path.isabs(link):  # into the copy, not back into the live folder
+                    inside = os.path.relpath(os.path.realpath(source), real_folder)
+                    link = os.path.relpath(target / inside, destination.parent)
+                os.symlink(link, destination)
             else:
                 shutil.copy2(source, destination)
                 total += destination.stat().st_size
@@ -248,6 +297,27 @@ def copy_snapshot(listing: Listing, target: Path) -> CodeRecord:
         git_dirty=listing.git.dirty if listing.git else None,
         git=listing.git is not None,
     )
+
+
+def artifact_folder(code_path: str, into: Path) -> Path:
+    """The snapshot as its artifact ``code/`` is uploaded: its files (hard links where the
+    filesystem allows, else copies) without its symbolic links, since an upload reads what a
+    link points to, and ``LINKS.txt`` naming each link as ``name -> target``."""
+    links = []
+    for relative in _walk(code_path):
+        source = os.path.join(code_path, relative)
+        if os.path.islink(source):
+            links.append(f"{relative} -> {os.readlink(source)}")
+            continue
+        destination = into / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, destination)
+        except OSError:
+            shutil.copy2(source, destination)
+    if links:
+        (into / LINKS_FILE).write_text("\n".join(links) + "\n")
+    return into
 
 
 def live_record(folder: str) -> CodeRecord:

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
+from ..rendering import control_character
 from .yaml_source import Document, Problem, YamlSyntaxError, dotted, load
 
 # what a workload can ask for at most: beyond these it cannot be meant (one error, before
@@ -43,6 +45,7 @@ MAX_TEXT = 64 * 1024  # a command, an environment variable's value
 MAX_NAME = 250  # MLflow's limit for a run name
 MAX_COMMAND_ITEMS = 10_000
 MAX_CRON = 200
+CONTROL_CHARACTER = "control_character"  # the error of a name holding one
 
 Accelerators = Annotated[int, Field(strict=True, gt=0, le=MAX_ACCELERATORS)]
 Nodes = Annotated[int, Field(strict=True, gt=0, le=MAX_NODES)]
@@ -184,6 +187,21 @@ class WorkloadSpec(BaseModel):
         if _is_overridden(path, self._overridden):
             return Problem(path, message + OVERRIDDEN, hint=hint)
         return Problem(path, message, line=self._lines.get(path), hint=hint)
+
+    @field_validator("experiment_name", "mlflow_run_name", mode="after")
+    @classmethod
+    def _no_control_character(cls, value: Any) -> Any:
+        """Names are shown in terminals, panels and MLflow's UI: a control character there
+        acts (ESC can set a terminal's title or clear its screen) instead of showing."""
+        found = control_character(value) if isinstance(value, str) else None
+        if found is not None:
+            raise PydanticCustomError(
+                CONTROL_CHARACTER,
+                "contains the control character {found}: a name is shown in terminals and "
+                "pages, where it would act instead of showing",
+                {"found": found},
+            )
+        return value
 
     @field_validator("experiment_name", "mlflow_run_name", "command", mode="after")
     @classmethod
@@ -500,6 +518,9 @@ def _problems(error: ValidationError, document: Document, data: dict) -> list[Pr
         path = dotted(loc)
         if loc and loc[0] == "env_variables":
             continue  # reported once by _env_problems, with names
+        if kind == CONTROL_CHARACTER:
+            problems.append(Problem(path, item["msg"], line=document.line_of(loc, value=True)))
+            continue
         if kind == "missing":
             parent = loc[:-1]
             line = document.line_of(parent) if parent else None

@@ -19,10 +19,12 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..api.enums import run_status_of
@@ -35,6 +37,7 @@ from .snapshot import (
     CODE_FOLDER,
     WORKING_DIR_ENV,
     CodeRecord,
+    artifact_folder,
     artifact_sized,
     attempt_cwd,
     run_tags,
@@ -260,9 +263,13 @@ class JobAttempts:
         """The snapshot as the run's artifact ``code/``, when it is small (else its path is a
         tag of the run, ``run_tags``)."""
         code = CodeRecord.from_dict(self.job.spec.get("code"))
-        if code is not None and code.path and artifact_sized(code):
+        if code is None or not code.path or not artifact_sized(code):
+            return
+        beside = Path(code.path).parent  # hard links need the same filesystem
+        with tempfile.TemporaryDirectory(prefix=".code-artifact-", dir=beside) as tmp:
+            folder = str(artifact_folder(code.path, Path(tmp)))
             self.tracking.call(
-                "logging the code", run.client.log_artifacts, run.run_id, code.path, CODE_FOLDER
+                "logging the code", run.client.log_artifacts, run.run_id, folder, CODE_FOLDER
             )
 
     def _call_files(self, attempt: int) -> tuple[dict[str, bytes], list[str]]:
