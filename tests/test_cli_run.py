@@ -395,9 +395,10 @@ def test_a_ray_cluster_that_does_not_answer_is_said_at_once(env, monkeypatch):
 
 # a data folder other than the Jupyter server's ------------------------------------------------
 def spec_file(env, name: str):
-    write(env.tmp, "ok.py", "print('tracked')\n")
+    project = env.tmp / "project"  # its own folder: the snapshot holds nothing else of the test's
+    write(project, "ok.py", "print('tracked')\n")
     return write(
-        env.tmp,
+        project,
         "w.yaml",
         f"experiment_name: {name}\ncompute: {{accelerator_type: CPU}}\ncommand: {PY} ok.py\n",
     )

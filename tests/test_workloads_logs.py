@@ -15,7 +15,7 @@ import pytest
 from test_workloads_store import new_job
 
 from jupyter_air.workloads.capture import StreamCapture
-from jupyter_air.workloads.levels import LevelReader, marker_level
+from jupyter_air.workloads.levels import ERROR, INFO, LevelReader, marker_level
 from jupyter_air.workloads.logfile import PREFIX, LogWriter, timestamp
 from jupyter_air.workloads.logquery import (
     InvalidQuery,
@@ -298,3 +298,58 @@ def test_a_million_line_log_is_filtered_completely(tmp_path):
     page = query_logs(store, job.id, q="out of MEMORY", level="error")
     assert texts(page) == [f"CUDA out of memory at block {b}" for b in (0, 250, 500, 750)]
     assert query_logs(store, job.id, q="step 999998").lines[0].text.startswith("step 999998 ")
+
+
+def test_a_full_disk_keeps_lines_in_memory_then_writes_them_in_order(tmp_path, monkeypatch):
+    """While writes fail for want of space the lines wait in memory and go out in order once
+    there is room; past the memory kept for them they are counted, and a WARN line says how
+    many were lost, where they would have been."""
+    import errno
+
+    from jupyter_air.workloads import logfile
+
+    full = {"on": False}
+    real_write = os.write
+
+    def write(fd, data):
+        if full["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(logfile.os, "write", write)
+    monkeypatch.setattr(logfile, "MAX_PENDING_BYTES", 4096)
+    path = tmp_path / "node-0.log"
+    writer = LogWriter(path)
+    writer.write("stdout", [(INFO, "before")])
+    full["on"] = True
+    for k in range(20):
+        writer.write("stdout", [(INFO, f"waiting {k}")])
+    assert writer.full == f"no space left on {tmp_path}" and not writer.overflowing
+    assert path.read_text().count("\n") == 1 and writer.stats.lines == 1
+    full["on"] = False
+    assert writer.flush()  # a tick while the command is quiet
+    texts = [line[PREFIX:] for line in path.read_text().splitlines()]
+    assert texts == ["before"] + [f"waiting {k}" for k in range(20)]
+    assert writer.full is None and writer.stats.lines == 21
+
+    full["on"] = True
+    for k in range(200):  # far past 4 KiB
+        writer.write("stderr", [(ERROR, f"Error {k}: " + "x" * 40)])
+    assert writer.overflowing
+    kept = writer.pending_bytes
+    assert 0 < kept <= 4096
+    full["on"] = False
+    writer.write("stdout", [(INFO, "after")])
+    lines = path.read_text().splitlines()
+    waited = [line for line in lines[21:] if "Error " in line]
+    assert [int(line[PREFIX:].split()[1].rstrip(":")) for line in waited] == list(
+        range(len(waited))
+    )  # the first ones, in order
+    marker = lines[21 + len(waited)]
+    assert marker.startswith("WARN ") and marker[PREFIX:] == (
+        f"[jupyter-air] {200 - len(waited)} lines lost here: no space left on {tmp_path}"
+    )
+    assert lines[-1][PREFIX:] == "after"
+    assert writer.stats.lines == len(lines) and writer.stats.bytes == path.stat().st_size
+    assert writer.stats.errors == len(waited) and writer.stats.warnings == 1
+    writer.close()

@@ -75,8 +75,11 @@ class GroupAgent:
         cancel_reason: Callable[[], str],
         timeout_s: float | None = None,
         poll_s: float = 0.1,
+        failing: Callable[[], str | None] | None = None,
     ) -> None:
         self.backend = backend
+        # why the attempt must stop although its nodes run (a full disk), and not be retried
+        self.failing = failing
         self.hooks = hooks
         self.max_restarts = max_restarts
         self.grace_s = grace_s
@@ -103,6 +106,8 @@ class GroupAgent:
                     return Outcome(SUCCEEDED, f"the command succeeded on attempt {attempt}")
                 if outcome.status == CANCELLED:
                     return outcome
+                if self.failing is not None and self.failing() is not None:
+                    return outcome  # a retry would meet the same
                 last = outcome
         finally:
             self._shutdown()
@@ -147,6 +152,9 @@ class GroupAgent:
                 return failure(first)
             if all(s.exit_code == 0 for s in states):
                 return Outcome(SUCCEEDED, "exit code 0", exit_code=0)
+            why = self.failing() if self.failing is not None else None
+            if why is not None:
+                return Outcome(FAILED, why)
             if self.wake.wait(poll_s) or self.cancelled():
                 self.wake.clear()
                 if self.cancelled():

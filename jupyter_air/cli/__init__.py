@@ -26,6 +26,7 @@ from .common import (
     EXIT_NO_TRACKING,
     EXIT_NOT_FOUND,
     EXIT_OK,
+    EXIT_STORE,
     EXIT_USAGE,
     CliError,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_NO_TRACKING",
     "EXIT_OK",
+    "EXIT_STORE",
     "EXIT_USAGE",
     "CliError",
     "build_parser",
@@ -84,9 +86,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.close()
         return EXIT_OK
     except Exception as error:
+        import sqlite3
+
         from ..tracking.readiness import TrackingServerNotReady
+        from ..workloads.disk import no_space, no_space_text
+        from ..workloads.paths import data_dir
 
         if isinstance(error, TrackingServerNotReady):  # MLflow not answering, or refusing us
             print(printable(f"air: {error}", lines=True), file=sys.stderr)
             return EXIT_NO_TRACKING
+        if isinstance(error, (sqlite3.Error, OSError)) and no_space(error, data_dir()):
+            why = no_space_text(data_dir())
+            print(f"air: the job store cannot be read or written: {why}", file=sys.stderr)
+            return EXIT_STORE
+        if isinstance(error, sqlite3.Error):
+            print(f"air: the job store cannot be read or written: {error}", file=sys.stderr)
+            return EXIT_STORE
         raise

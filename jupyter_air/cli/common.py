@@ -16,6 +16,7 @@ EXIT_NO_TRACKING = 3
 EXIT_CAPACITY = 4
 EXIT_NOT_FOUND = 5
 EXIT_FORBIDDEN = 6
+EXIT_STORE = 7  # the job store cannot be read or written (a full disk, a broken file)
 EXIT_INTERRUPTED = 130
 
 

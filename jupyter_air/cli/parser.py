@@ -33,7 +33,8 @@ examples:
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server
 (or it is not ready, or it refuses our credentials),
-4 not enough GPUs, 5 no such job run or schedule, 6 no access to the logs, 130 interrupted.
+4 not enough GPUs, 5 no such job run or schedule, 6 no access to the logs, 7 the job store
+cannot be read or written (a full disk), 130 interrupted.
 """
 
 

@@ -15,17 +15,24 @@ bytes (see logquery.py and bench/workload_logs.py for why this beats an index he
 
 Each batch of lines is appended with one ``write()`` on an ``O_APPEND`` descriptor: once written
 it is the kernel's, so nothing is lost when the command (or the supervisor) crashes.
+
+When the disk is full the lines wait in memory (up to ``MAX_PENDING_BYTES`` per file) and are
+written, in order, as soon as a write goes through again; past that, lines are counted instead
+of kept, and a WARN line says how many were lost, where they would have been.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..private import FILE_MODE, private_folder
+from .disk import no_space, no_space_text
 from .levels import ERROR, INFO, WARNING
 
 PREFIX = 35  # len("ERROR 2025-11-29T10:13:20.123Z out ")
@@ -35,6 +42,7 @@ STREAMS = {"stdout": "out", "stderr": "err"}
 STREAM_NAMES = {b"out": "stdout", b"err": "stderr"}
 T_START, T_END = 6, 30
 MAX_LINE = 64 * 1024  # longer lines are split in pieces of this many characters
+MAX_PENDING_BYTES = 8 << 20  # lines kept in memory per file while the disk is full
 
 
 def timestamp(t: float) -> str:
@@ -67,6 +75,15 @@ class LogStats:
     last_t: str | None = None
 
 
+class _Batch:
+    """Lines not yet (wholly) written: what is left of their bytes, and what they count."""
+
+    def __init__(self, data: bytes, stats: LogStats) -> None:
+        self.size = len(data)
+        self.left = memoryview(data)
+        self.stats = stats
+
+
 class LogWriter:
     """Appends lines to one log file; thread-safe (stdout and stderr readers share it)."""
 
@@ -79,6 +96,23 @@ class LogWriter:
         self._lock = threading.Lock()
         self.stats = LogStats(bytes=os.fstat(self._fd).st_size)
         self._last_t = ""
+        self._pending: deque[_Batch] = deque()  # while the disk is full
+        self.pending_bytes = 0
+        self.lost_lines = 0  # taken while the disk was full and memory too: told by a WARN line
+        self.lost_total = 0  # every line lost so, told or not
+        self.full_since: float | None = None  # when a write first failed for want of space
+
+    @property
+    def full(self) -> str | None:
+        """``no space left on <folder>`` while lines wait or were lost for want of space."""
+        if self._pending or self.lost_lines:
+            return no_space_text(self.path.parent)
+        return None
+
+    @property
+    def overflowing(self) -> bool:
+        """Lines are being lost: the disk is full and so is the memory they may wait in."""
+        return self.lost_lines > 0
 
     def write(self, stream: str, lines: list[tuple[str, str]], t: float | None = None) -> None:
         """Append ``lines`` — ``(level, text)`` pairs — that arrived at ``t`` on ``stream``."""
@@ -94,22 +128,14 @@ class LogWriter:
             self._last_t = stamp
             head = f" {stamp} {short} "
             parts = []
-            stats = self.stats
+            counts = LogStats(lines=len(lines), first_t=stamp, last_t=stamp)
             for level, text in lines:
                 parts.append(f"{LEVEL_WORDS[level].decode()}{head}{text}\n")
                 if level == ERROR:
-                    stats.errors += 1
+                    counts.errors += 1
                 elif level == WARNING:
-                    stats.warnings += 1
-            data = "".join(parts).encode("utf-8", "replace")
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            stats.bytes += len(data)
-            stats.lines += len(lines)
-            stats.first_t = stats.first_t or stamp
-            stats.last_t = stamp
+                    counts.warnings += 1
+            self._append("".join(parts).encode("utf-8", "replace"), counts)
 
     def append_raw(self, data: bytes) -> None:
         """Append complete lines already in this format (a remote node's log, brought home):
@@ -121,25 +147,88 @@ class LogWriter:
         with self._lock:
             if self._fd is None:
                 raise ValueError(f"log file {self.path} is closed")
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            stats = self.stats
-            stats.bytes += len(data)
-            stats.lines += data.count(b"\n")
-            stats.errors += data.startswith(b"ERROR") + data.count(b"\nERROR")
-            stats.warnings += data.startswith(b"WARN ") + data.count(b"\nWARN ")
             first = data[T_START:T_END].decode("ascii", "replace")
             last_line = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :]
             last = last_line[T_START:T_END].decode("ascii", "replace")
-            stats.first_t = stats.first_t or first
-            stats.last_t = last
+            counts = LogStats(
+                lines=data.count(b"\n"),
+                errors=data.startswith(b"ERROR") + data.count(b"\nERROR"),
+                warnings=data.startswith(b"WARN ") + data.count(b"\nWARN "),
+                first_t=first,
+                last_t=last,
+            )
             self._last_t = max(self._last_t, last)
+            self._append(data, counts)
+
+    def flush(self) -> bool:
+        """Write what waits for room (a tick calls it while the command is quiet); whether
+        nothing waits any more."""
+        with self._lock:
+            return self._fd is None or self._drain()
+
+    # the lock is held from here on ---------------------------------------------------------
+    def _append(self, data: bytes, counts: LogStats) -> None:
+        self._drain()
+        if self._pending and (
+            self.lost_lines or self.pending_bytes + len(data) > MAX_PENDING_BYTES
+        ):
+            self.lost_lines += counts.lines  # told by a WARN line once there is room
+            self.lost_total += counts.lines
+            return
+        self._queue(data, counts)
+        self._drain()
+
+    def _queue(self, data: bytes, counts: LogStats) -> None:
+        self._pending.append(_Batch(data, counts))
+        self.pending_bytes += len(data)
+
+    def _drain(self) -> bool:
+        """Write the waiting batches in order, then the line that tells of lost ones; whether
+        all of it went."""
+        assert self._fd is not None
+        while self._pending:
+            batch = self._pending[0]
+            try:
+                while batch.left:
+                    written = os.write(self._fd, batch.left)
+                    batch.left = batch.left[written:]
+            except OSError as error:
+                if not no_space(error):
+                    raise
+                self.full_since = self.full_since or time.time()
+                return False
+            self._pending.popleft()
+            self.pending_bytes -= batch.size
+            self._count(batch.size, batch.stats)
+            if not self._pending and self.lost_lines:
+                lost, self.lost_lines = self.lost_lines, 0
+                stamp = self._last_t = max(self._last_t, timestamp(time.time()))
+                text = f"[jupyter-air] {lost} lines lost here: {no_space_text(self.path.parent)}"
+                line = f"{LEVEL_WORDS[WARNING].decode()} {stamp} err {text}\n".encode()
+                self._queue(line, LogStats(lines=1, warnings=1, first_t=stamp, last_t=stamp))
+        return True
+
+    def _count(self, size: int, counts: LogStats) -> None:
+        stats = self.stats
+        stats.bytes += size
+        stats.lines += counts.lines
+        stats.errors += counts.errors
+        stats.warnings += counts.warnings
+        stats.first_t = stats.first_t or counts.first_t
+        if counts.last_t:
+            stats.last_t = counts.last_t
 
     def close(self) -> None:
+        """Close the file; lines that still wait for room are lost then (``lost_lines``)."""
         with self._lock:
             if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    self._drain()
+                left = sum(batch.stats.lines for batch in self._pending)
+                self.lost_lines += left
+                self.lost_total += left
+                self._pending.clear()
+                self.pending_bytes = 0
                 os.close(self._fd)
                 self._fd = None
 

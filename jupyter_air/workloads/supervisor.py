@@ -19,29 +19,18 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..api.enums import run_status_of
 from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
-from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
+from .attempts import TAG_ATTEMPTS, JobAttempts
+from .disk import DiskWatch, no_space
 from .heartbeat import Heartbeat
-from .paths import data_dir, log_path
-from .snapshot import (
-    CODE_FOLDER,
-    WORKING_DIR_ENV,
-    CodeRecord,
-    artifact_folder,
-    artifact_sized,
-    attempt_cwd,
-    run_tags,
-)
+from .paths import data_dir, job_dir
 from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
 
@@ -50,12 +39,16 @@ log = logging.getLogger("jupyter_air.workloads.supervisor")
 GRACE_ENV = "JUPYTER_AIR_KILL_GRACE_S"
 DEFAULT_GRACE_S = 10.0
 
-TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"
-TAG_BACKEND = "jupyter_air.workload.backend"
-TAG_SCHEDULE_ID = "jupyter_air.schedule_id"
-TAG_SCHEDULE = "jupyter_air.schedule"
 
-__all__ = ["Outcome", "Supervisor", "kill_grace_s", "main"]
+__all__ = [
+    "TAG_ATTEMPT",
+    "TAG_ATTEMPTS",
+    "TAG_JOB",
+    "Outcome",
+    "Supervisor",
+    "kill_grace_s",
+    "main",
+]
 
 
 def kill_grace_s() -> float:
@@ -79,6 +72,7 @@ class Supervisor:
         self.node_env = dict(node_env if node_env is not None else os.environ)
         self.tracking: JobTracking | None = None
         self.agent: GroupAgent | None = None
+        self.disk = DiskWatch(job_dir(store.data_dir, job_id), shown=store.data_dir)
 
     # signals ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -100,7 +94,8 @@ class Supervisor:
         now = time.monotonic()
         if now - self._last_cancel_check >= every_s:
             self._last_cancel_check = now
-            if self.store.cancel_requested(self.job_id):
+            asked = self.disk.tolerate("a cancel", self.store.cancel_requested, self.job_id)
+            if asked:
                 self.cancel.set()
         return self.cancel.is_set()
 
@@ -121,6 +116,7 @@ class Supervisor:
             self._run_job(job)
         finally:
             heartbeat.stop()
+            self.disk.close()
         return 0
 
     def _run_job(self, job: JobRun) -> None:
@@ -137,9 +133,22 @@ class Supervisor:
         except BaseException as error:
             log.error("supervisor error:\n%s", traceback.format_exc())
             outcome = Outcome(FAILED, f"jupyter-air supervisor error: {error}")
+            if no_space(error, self.store.data_dir):
+                outcome = Outcome(FAILED, self.disk.saw())
         finally:
             hold.release()
-        self.store.finish_job(self.job_id, outcome.status, outcome.reason)
+        disk = self.disk
+        disk.until_written(
+            "recording the job's end",
+            self.store.finish_job,
+            self.job_id,
+            outcome.status,
+            outcome.reason,
+        )
+        if disk.reason is not None and disk.reason not in outcome.reason:
+            when = time.strftime("%H:%M:%S", time.localtime(disk.since))
+            note = f"{disk.reason} from {when}: what the job printed waited in memory for room"
+            disk.tolerate("a warning", self.store.add_warning, self.job_id, note)
         log.info("job run %s %s: %s", self.job_id, outcome.status, outcome.reason)
         self._close_runs()
 
@@ -163,292 +172,18 @@ class Supervisor:
 
         assert self.tracking is not None
         backend = backend_for(job.backend, job.cluster, environ=self.node_env)
+        attempts = JobAttempts(self, job, self.tracking)
         self.agent = GroupAgent(
             backend,
-            JobAttempts(self, job, self.tracking),
+            attempts,
             max_restarts=job.max_retries,
             grace_s=self.grace_s,
             cancelled=lambda: self._check_cancel(every_s=1.0),
             cancel_reason=lambda: self.cancel_reason,
             timeout_s=job.timeout_minutes * 60 if job.timeout_minutes else None,
+            failing=attempts.failing,
         )
         return self.agent.run()
-
-
-class JobAttempts:
-    """What an attempt of a job run is beyond its processes: its MLflow run, its log files and
-    their index, its row in the job store (the supervision core calls these)."""
-
-    def __init__(self, supervisor: Supervisor, job: JobRun, tracking: JobTracking) -> None:
-        self.supervisor = supervisor
-        self.store = supervisor.store
-        self.job = job
-        self.tracking = tracking
-        self.total = job.max_retries + 1
-        self.run: Any = None
-        self.writers: dict[int, Any] = {}
-        self.uploader: Any = None
-
-    # before ----------------------------------------------------------------------------------
-    def prepare(self, attempt: int) -> GroupLaunch:
-        from .logfile import LogWriter
-        from .processes import JOB_ENV
-
-        job = self.job
-        try:
-            self.run = self._start_run(attempt)
-        except Exception as error:
-            # the attempt runs all the same; its run is created when MLflow answers again
-            log.error("MLflow run of attempt %d:\n%s", attempt, traceback.format_exc())
-            self.tracking.failed(f"creating the run of attempt {attempt}", error)
-            self.run = None
-        run = self.run
-        self.store.start_attempt(job.id, attempt, mlflow_run_id=run.run_id if run else None)
-        self.store.update_attempt(job.id, attempt, backend=job.backend or "local")
-        self.writers = {}
-        for node in range(job.num_nodes):
-            path = log_path(self.store.data_dir, job.id, attempt, node)
-            self.writers[node] = LogWriter(path)
-            self.store.index_log_file(job.id, attempt, node, str(path))
-        if run is not None:
-            from .artifacts import LogUploader
-
-            self._log_code(run)
-
-            writers = self.writers
-            self.uploader = LogUploader(
-                run.client,
-                run.run_id,
-                attempt,
-                {n: w.path for n, w in writers.items()},
-                lambda: {n: w.stats.bytes for n, w in writers.items()},
-            ).start()
-        spec = job.spec
-        owned = {
-            **(spec.get("env_variables") or {}),
-            **self.tracking.env(),
-            **(run.env() if run is not None else {}),
-            JOB_ENV: job.id,
-            "JUPYTER_AIR_ATTEMPT": str(attempt),
-            WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
-        }
-        argv = argv_for(spec["command"])
-        cwd = attempt_cwd(job.working_dir, CodeRecord.from_dict(spec.get("code")))
-        files, folders = self._call_files(attempt)
-        nodes = [
-            NodeLaunch(
-                node=node,
-                argv=argv,
-                env=owned,
-                cwd=cwd,
-                writer=self.writers[node],
-                gpus=tuple(job.gpus[node]) if node < len(job.gpus) else (),
-                files=files,
-                folder=folders[node] if folders else None,
-            )
-            for node in range(job.num_nodes)
-        ]
-        compute = job.compute
-        uses_gpus = compute.get("accelerator_type", "GPU") != "CPU"
-        return GroupLaunch(
-            job_id=job.id,
-            attempt=attempt,
-            nodes=nodes,
-            accelerators=int(compute.get("num_accelerators", 1)) if uses_gpus else 0,
-            accelerator_type=str(compute.get("accelerator_type", "GPU")),
-            grace_s=self.supervisor.grace_s,
-        )
-
-    def _log_code(self, run: Any) -> None:
-        """The snapshot as the run's artifact ``code/``, when it is small (else its path is a
-        tag of the run, ``run_tags``)."""
-        code = CodeRecord.from_dict(self.job.spec.get("code"))
-        if code is None or not code.path or not artifact_sized(code):
-            return
-        beside = Path(code.path).parent  # hard links need the same filesystem
-        with tempfile.TemporaryDirectory(prefix=".code-artifact-", dir=beside) as tmp:
-            folder = str(artifact_folder(code.path, Path(tmp)))
-            self.tracking.call(
-                "logging the code", run.client.log_artifacts, run.run_id, folder, CODE_FOLDER
-            )
-
-    def _call_files(self, attempt: int) -> tuple[dict[str, bytes], list[str]]:
-        """A ``.distributed(remote=True)`` job: the call every node gets, and each node's run
-        folder for this attempt (see workloads/calls.py); nothing for other jobs."""
-        from . import calls
-
-        job = self.job
-        if job.source != calls.SOURCE:
-            return {}, []
-        data = self.store.data_dir
-        source = calls.call_dir(data, job.id)
-        files = {name: (source / name).read_bytes() for name in calls.CALL_FILES}
-        folders = [str(calls.node_dir(data, job.id, attempt, n)) for n in range(job.num_nodes)]
-        return files, folders
-
-    def _call_function(self) -> str | None:
-        """The function of a ``.distributed(remote=True)`` job."""
-        import json
-
-        from . import calls
-
-        if self.job.source != calls.SOURCE:
-            return None
-        try:
-            path = calls.call_dir(self.store.data_dir, self.job.id) / "call.json"
-            return str(json.loads(path.read_text())["function"])
-        except (OSError, ValueError, KeyError):
-            return None
-
-    def _start_run(self, attempt: int) -> Any:
-        from ..tracking.runs import ManagedRun
-
-        job = self.job
-        source = job.spec_path or ("%%air_run" if job.source == "magic" else "air run")
-        tags = {
-            TAG_JOB: job.id,
-            TAG_ATTEMPT: str(attempt),
-            TAG_ATTEMPTS: str(self.total),
-            TAG_BACKEND: job.backend or "local",
-            "mlflow.source.type": "JOB",
-        }
-        tags["mlflow.source.name"] = job.notebook or source
-        tags.update(run_tags(CodeRecord.from_dict(job.spec.get("code"))))
-        function = self._call_function()
-        if function:
-            tags["jupyter_air.function"] = function
-        if job.user:
-            tags["mlflow.user"] = job.user
-        if job.schedule_id:
-            tags[TAG_SCHEDULE_ID] = job.schedule_id
-            tags[TAG_SCHEDULE] = job.schedule_name or ""
-        return ManagedRun.start(
-            "workload",
-            run_name=job.run_name,
-            tags=tags,
-            experiment=job.experiment_name,
-            artifact_location=job.spec.get("mlflow_artifact_location"),
-            resume_from_env=False,
-            nested=False,
-            system_metrics=False,
-            tracking_uri=self.tracking.uri or job.tracking_uri,
-            wait_timeout_s=60.0,  # the embedded server may be starting
-        )
-
-    # while -----------------------------------------------------------------------------------
-    def started(self, attempt: int, group: NodeGroup) -> None:
-        job = self.job
-        for info in group.nodes:
-            self.store.set_node(
-                job.id,
-                attempt,
-                info.node,
-                pid=info.pid,
-                started=info.started,
-                gpus=info.gpus,
-                host=info.host,
-                machine=info.machine,
-            )
-            log.info(
-                "attempt %d node %d: %s pid %s, GPUs %r",
-                attempt, info.node, info.host, info.pid, info.gpus,
-            )  # fmt: skip
-        self.store.update_attempt(
-            job.id, attempt, hosts=",".join(info.host for info in group.nodes)
-        )
-        if self.run is not None:
-            self._start_metrics(group)
-
-    def _start_metrics(self, group: NodeGroup) -> None:
-        from ..tracking.system_metrics import TAG_SYSTEM_METRICS
-
-        run = self.run
-        interval = os.environ.get("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S")
-        metrics = Metrics(
-            run_id=run.run_id,
-            tracking_env=self.tracking.env(),
-            interval_s=float(interval) if interval else None,
-        )
-        try:
-            group.start_metrics(metrics)
-        except Exception as error:
-            log.warning("system metrics are off: %s", error)
-        for node, summary in metrics.summaries.items():
-            self.tracking.call(
-                "tagging the run",
-                run.client.set_tag,
-                run.run_id,
-                f"{TAG_SYSTEM_METRICS}.node_{node}",
-                summary,
-            )
-
-    def tick(self, attempt: int, group: NodeGroup) -> None:
-        self._index(attempt, complete=False)
-
-    # after -----------------------------------------------------------------------------------
-    def ended(self, attempt: int, group: NodeGroup | None, outcome: Outcome) -> None:
-        job = self.job
-        if group is not None:
-            for state in _final_states(group):
-                self.store.finish_node(job.id, attempt, state.node, state.exit_code, state.signal)
-            self.tracking.call("system metrics", group.finish_metrics)
-        for writer in self.writers.values():
-            writer.close()
-        self._index(attempt, complete=True)
-        if self.uploader is not None:
-            self.uploader.finish()
-            self._mark_uploaded(attempt)
-            self.uploader = None
-        run = self.run
-        if run is not None:
-            run_status = run_status_of(outcome.status).value
-            self.tracking.call(f"ending the run of attempt {attempt}", run.end, run_status)
-        self.store.finish_attempt(
-            job.id,
-            attempt,
-            outcome.status,
-            outcome.reason,
-            exit_code=outcome.exit_code,
-            signal=outcome.signal,
-            timed_out=outcome.timed_out,
-        )
-
-    def _mark_uploaded(self, attempt: int) -> None:
-        """Log files whose last upload went through; the others are uploaded by reconcile."""
-        uploader = self.uploader
-        for node, writer in self.writers.items():
-            if uploader.uploaded.get(node) == writer.stats.bytes and writer.path.exists():
-                self.store.index_log_file(
-                    self.job.id, attempt, node, str(writer.path), uploaded_at=time.time()
-                )
-        if uploader.last_error:
-            self.tracking.failed(
-                f"uploading the logs of attempt {attempt}", RuntimeError(uploader.last_error)
-            )
-
-    def _index(self, attempt: int, *, complete: bool) -> None:
-        for node, writer in self.writers.items():
-            stats = writer.stats
-            self.store.index_log_file(
-                self.job.id,
-                attempt,
-                node,
-                str(writer.path),
-                bytes=stats.bytes,
-                lines=stats.lines,
-                errors=stats.errors,
-                warnings=stats.warnings,
-                first_t=stats.first_t,
-                last_t=stats.last_t,
-                complete=int(complete),
-            )
-
-
-def _final_states(group: NodeGroup) -> list[Any]:
-    try:
-        return group.poll()
-    except Exception:
-        return []
 
 
 def main(argv: list[str] | None = None) -> int:
