@@ -30,7 +30,7 @@ def telemetry_config(tmp_path: Path, **changes: object) -> dict:
     }
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
+async def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
     """Poll ``predicate`` while the server's event loop runs; False after ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -79,3 +79,17 @@ class Agents:
     async def stop_all(self) -> None:
         for agent in self.started:
             await self.stop(agent)
+
+
+class ManualClock:
+    """A monotonic clock that moves only when told (``PollLoop.clock``): idle timeouts pass
+    when a test says so, never because the machine was slow."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.monotonic() if start is None else start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -3,7 +3,6 @@ server's GPU sampling awake through a hold file, and a crashed holder cannot kee
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -35,18 +34,19 @@ async def test_a_hold_file_keeps_sampling_awake_without_any_client(jp_serverapp,
     assert hold.path is not None and hold.path.parent == holds_folder(tmp_path / "air")
     assert await wait_until(lambda: gpu.poll_loop.held_by == [hold.reason])
     taken = gpu.poll_loop.samples_taken
-    await asyncio.sleep(1.0)  # far past the idle timeout
-    assert gpu.poll_loop.samples_taken >= taken + 5
-    assert not gpu.poll_loop.paused
+    # five intervals on, past the idle timeout (0.3 s) without any client: still sampling
+    assert await wait_until(lambda: gpu.poll_loop.samples_taken >= taken + 5)
+    assert not gpu.poll_loop.paused and gpu.poll_loop.held_by == [hold.reason]
 
     hold.release()
     assert await wait_until(lambda: gpu.poll_loop.held_by == [])
     assert await wait_until(lambda: gpu.poll_loop.paused)
 
 
-async def test_the_api_says_what_holds_sampling(jp_fetch, tmp_path):
+async def test_the_api_says_what_holds_sampling(jp_fetch, jp_serverapp, tmp_path):
+    gpu = jp_serverapp.web_app.settings["jupyter_air"]["gpu"]
     with HoldFile.create("workload w-42", data_dir=tmp_path / "air"):
-        await asyncio.sleep(2.5)
+        assert await wait_until(lambda: gpu.poll_loop.held_by == ["workload w-42"])
         body = json.loads((await jp_fetch("air", "api", "gpu")).body)
     assert body["held_by"] == ["workload w-42"]
 

@@ -121,7 +121,7 @@ def test_a_rank_raising_names_it_and_stops_the_others(data_dir, capsys):
     assert "[rank 1] ValueError: value above 3 on rank one" in err
     processes = launch_processes(run_dir)
     assert len(processes) == 3  # 2 ranks and the agent
-    assert wait_all_gone(processes, timeout_s=0.5) == []
+    assert wait_all_gone(processes) == []  # gone with the call (within a busy machine's slack)
 
 
 def test_a_rank_killed_by_a_signal_is_named_with_it(data_dir):
@@ -144,7 +144,7 @@ def test_a_rank_killed_by_a_signal_is_named_with_it(data_dir):
     assert "rank 1 of 2 was killed by SIGKILL" in str(error)
     assert (error.rank, error.signal, error.exitcode) == (1, "SIGKILL", -9)
     (run_dir,) = run_dirs(data_dir)
-    assert wait_all_gone(launch_processes(run_dir), timeout_s=0.5) == []
+    assert wait_all_gone(launch_processes(run_dir)) == []
 
 
 def rank_1_fails_while_rank_0_sleeps(how):

@@ -137,8 +137,7 @@ def test_two_nodes_from_a_notebook(cluster_env, tmp_path):
     text = ANSI.sub("", "\n".join(error.traceback))
     assert "node 1 rank 3 of 4 (host 127.0.0.1) raised" in text  # the rank, its node, its host
     assert 'raise ValueError("rank 3 is broken")' in text
-    time.sleep(1)
-    assert calls_processes() == []  # nothing of either call left on any node
+    assert wait_gone(30) == []  # nothing of either call left on any node
 
 
 DRIVER = """

@@ -1,14 +1,18 @@
-"""The idle-aware poll loop with short intervals: cadence, idle pause, resume, holds, sharing."""
+"""The idle-aware poll loop with short intervals: cadence, idle pause, resume, holds, sharing.
+
+Where a rule is about time (the cadence, the idle timeout), the loop runs on a clock the test
+moves (``ManualClock``), and the test waits for what the loop does, not for a number of seconds:
+a slow machine makes a test take longer, never fail."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 import time
 
 import pytest
 from fake_nvml import three_gpus
+from telemetry_support import ManualClock, wait_until
 
 from jupyter_air.telemetry import History, PollLoop, Sampler
 from jupyter_air.telemetry.nvml import NvmlBackend
@@ -52,24 +56,29 @@ async def test_first_request_takes_a_sample_before_answering():
 
 
 async def test_samples_at_the_interval_while_clients_ask():
-    loop, fake, history = make_loop(idle_timeout_s=10)
+    clock = ManualClock()
+    loop, fake, history = make_loop(idle_timeout_s=10, clock=clock)
     loop.start()
     await loop.on_request()
-    await asyncio.sleep(0.5)
-    n = len(history)
-    assert 6 <= n <= 14, n  # ~ 1 + 0.5 / 0.05
+    assert len(history) == 1
+    for k in range(2, 7):  # one sample for each interval that passes, not before
+        await asyncio.sleep(INTERVAL * 3)
+        assert len(history) == k - 1
+        clock.advance(INTERVAL)
+        assert await wait_until(lambda k=k: len(history) >= k)
+        assert len(history) == k
     times = [e.t for e in history.since()]
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= INTERVAL * 0.8
+    assert times == sorted(times)
     await loop.stop()
 
 
 async def test_idle_pause_makes_no_nvml_calls_and_the_next_request_resumes():
-    loop, fake, history = make_loop()
+    clock = ManualClock()
+    loop, fake, history = make_loop(clock=clock)
     loop.start()
     await loop.on_request()
-    await asyncio.sleep(IDLE + 0.2)
-    assert loop.paused
+    clock.advance(IDLE + 0.01)
+    assert await wait_until(lambda: loop.paused)
     calls_when_paused = fake.total_calls
     samples_when_paused = len(history)
     await asyncio.sleep(0.5)
@@ -92,14 +101,13 @@ async def test_hold_keeps_sampling_without_clients_and_release_lets_it_pause():
     loop, fake, history = make_loop()
     loop.start()
     hold = loop.hold("workload w-1")
-    await asyncio.sleep(IDLE * 3)
+    # sampled although nobody asked, long past the idle timeout
+    assert await wait_until(lambda: len(history) >= IDLE / INTERVAL + 4)
     assert not loop.paused
-    assert len(history) >= 10  # sampled although nobody asked
     assert loop.held_by == ["workload w-1"]
     hold.release()
     assert loop.held_by == []
-    await asyncio.sleep(IDLE + 0.2)
-    assert loop.paused
+    assert await wait_until(lambda: loop.paused)
     await loop.stop()
 
 
@@ -112,8 +120,8 @@ async def test_hold_from_another_thread_wakes_a_paused_loop():
     thread = threading.Thread(target=lambda: holder.append(loop.hold("run from a thread")))
     thread.start()
     thread.join()
-    await asyncio.sleep(0.3)
-    assert not loop.paused and len(history) >= 3
+    assert await wait_until(lambda: len(history) >= 3)
+    assert not loop.paused
     with holder[0]:
         pass  # leaving the context releases it
     assert loop.held_by == []
@@ -147,21 +155,23 @@ async def test_refresh_takes_a_new_sample_but_not_twice_in_a_second():
 async def test_a_failing_sample_is_reported_and_sampling_goes_on():
     calls = {"n": 0}
     history = History(window_s=60, interval_s=INTERVAL)
+    seen = threading.Event()
 
     def flaky(_context):
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("driver hiccup")
+        if calls["n"] == 3:
+            seen.wait(60)  # the next sample waits until the test has seen the error
         return {"t": time.time(), "node": "n", "host": {}, "gpus": []}
 
     loop = PollLoop(flaky, history, interval_s=INTERVAL, idle_timeout_s=10)
     loop.start()
     await loop.on_request()
-    await asyncio.sleep(INTERVAL * 1.5)
-    assert loop.last_error == "driver hiccup" or calls["n"] > 2
-    await asyncio.sleep(INTERVAL * 3)
+    assert await wait_until(lambda: loop.last_error == "driver hiccup")
+    seen.set()
+    assert await wait_until(lambda: len(history) >= 3)
     assert loop.last_error is None
-    assert len(history) >= 3
     await loop.stop()
 
 
@@ -191,8 +201,9 @@ async def test_stop_closes_the_backend_and_ends_the_task():
     await loop.stop()
     assert not loop.running
     assert fake.calls["nvmlShutdown"] == 1
-    await asyncio.sleep(0.1)
-    assert not [t for t in threading.enumerate() if t.name.startswith("air-telemetry")]
+    assert await wait_until(
+        lambda: not [t for t in threading.enumerate() if t.name.startswith("air-telemetry")]
+    )
 
 
 async def test_stopping_while_a_sample_is_in_flight_lets_it_finish_before_closing():

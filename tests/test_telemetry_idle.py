@@ -1,7 +1,8 @@
 """The idle rule for the whole cluster, on a real Jupyter server with agents on the pynvml fake:
 no panel asking → agents are told to stop sampling and make no NVML call at all (heartbeats
 only); a panel request wakes them by their next report; a run holding a node keeps that node's
-agent sampling."""
+agent sampling. The server's idle timeout is measured on a clock the test moves itself: it
+passes when the test says so, never because the machine was slow."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import json
 
 import pytest
 from fake_nvml import three_gpus
-from telemetry_support import telemetry_config, wait_until
+from telemetry_support import ManualClock, telemetry_config, wait_until
 
 from jupyter_air.telemetry.hold_files import HoldFile
 
 INTERVAL = 0.2
-IDLE = 1.0
+IDLE = 300.0  # on the test's clock
 
 
 @pytest.fixture
@@ -26,9 +27,16 @@ def record(jp_serverapp, node: str):
     return jp_serverapp.web_app.settings["jupyter_air"]["gpu"].nodes.get(node)
 
 
+def manual_clock(jp_serverapp) -> ManualClock:
+    clock = ManualClock()
+    jp_serverapp.web_app.settings["jupyter_air"]["gpu"].poll_loop.clock = clock
+    return clock
+
+
 async def test_idle_agents_make_no_nvml_call_and_a_panel_wakes_them_by_their_next_report(
     jp_fetch, jp_serverapp, agents
 ):
+    clock = manual_clock(jp_serverapp)
     fake = three_gpus()
     agent = agents.start("gpu-a", fake, interval_s=INTERVAL)
     # nobody has asked yet: heartbeats only, and not a single NVML call (not even nvmlInit)
@@ -49,7 +57,8 @@ async def test_idle_agents_make_no_nvml_call_and_a_panel_wakes_them_by_their_nex
         assert await wait_until(lambda: len(record(jp_serverapp, "gpu-a").history) >= 2)
 
         # no panel asks for longer than the idle timeout: the agent stops sampling
-        assert await wait_until(lambda: not record(jp_serverapp, "gpu-a").sampling, timeout=10)
+        clock.advance(IDLE + 1)
+        assert await wait_until(lambda: not record(jp_serverapp, "gpu-a").sampling, timeout=60)
         calls, reports = fake.total_calls, agent.reports
         assert await wait_until(lambda r=reports: agent.reports >= r + 5)
         assert fake.total_calls == calls  # heartbeats, no NVML call
@@ -65,6 +74,7 @@ async def test_idle_agents_make_no_nvml_call_and_a_panel_wakes_them_by_their_nex
 async def test_a_run_holding_the_node_keeps_its_agent_sampling(
     jp_fetch, jp_serverapp, agents, tmp_path
 ):
+    clock = manual_clock(jp_serverapp)
     node_data = tmp_path / "node-data"  # the data folder on the agent's node
     fake = three_gpus()
     agent = agents.start("gpu-a", fake, interval_s=INTERVAL, holds_dir=node_data)
@@ -78,7 +88,9 @@ async def test_a_run_holding_the_node_keeps_its_agent_sampling(
         assert view["held_by"] == ["workload 0123456789ab"]
     # released; the request above counts as a panel asking, until the idle timeout has passed
     gpu = jp_serverapp.web_app.settings["jupyter_air"]["gpu"]
-    assert await wait_until(lambda: not gpu.poll_loop.watched, timeout=10)
+    assert gpu.poll_loop.watched
+    clock.advance(IDLE + 1)
+    assert not gpu.poll_loop.watched
     reports = agent.reports
     assert await wait_until(lambda: agent.reports >= reports + 2)  # told so since
     assert record(jp_serverapp, "gpu-a").sampling is False

@@ -148,8 +148,12 @@ def test_env_for_workers(server):
 
 
 def test_system_metrics_recorded_per_node(server):
+    name = "system/node_0/cpu_utilization_percentage"
     with ManagedRun.start(sampling_interval_s=0.3, node_id="node_0") as run:
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60  # two samples logged while the run runs
+        while len(client().get_metric_history(run.run_id, name)) < 2:
+            assert time.monotonic() < deadline, "fewer than 2 system metrics samples in 60 s"
+            time.sleep(0.2)
     metrics = client().get_run(run.run_id).data.metrics
     assert "system/node_0/cpu_utilization_percentage" in metrics
     assert "system/node_0/system_memory_usage_megabytes" in metrics

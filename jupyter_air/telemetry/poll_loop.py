@@ -70,7 +70,9 @@ class PollLoop:
         self.idle_timeout_s = idle_timeout_s
         self.min_refresh_gap_s = min(min_refresh_gap_s, interval_s / 2)
         self.fresh_sample_timeout_s = fresh_sample_timeout_s
-        self._clock = clock
+        # what idle, cadence and the refresh gap are measured with (monotonic seconds); a test
+        # sets a clock it moves itself, so that no rule depends on how fast the machine is
+        self.clock = clock
 
         self._lock = threading.Lock()  # guards the holds, which other threads may add or release
         self._holds: list[Hold] = []
@@ -135,7 +137,7 @@ class PollLoop:
         if self._last_activity is None:
             return False
         return self.idle_timeout_s <= 0 or (
-            self._clock() - self._last_activity < self.idle_timeout_s
+            self.clock() - self._last_activity < self.idle_timeout_s
         )
 
     def _idle(self) -> bool:
@@ -147,7 +149,7 @@ class PollLoop:
     # clients -------------------------------------------------------------------------------
     def touch(self) -> bool:
         """Record client activity; wake the loop if it was paused. Returns whether it was."""
-        self._last_activity = self._clock()
+        self._last_activity = self.clock()
         was_paused = self._paused
         if was_paused:
             self._paused = False
@@ -167,7 +169,7 @@ class PollLoop:
         if (
             (self._in_flight is None or self._in_flight.done())
             and self._last_sample is not None
-            and self._clock() - self._last_sample < self.min_refresh_gap_s
+            and self.clock() - self._last_sample < self.min_refresh_gap_s
         ):
             return self.history.latest()
         return await self.fresh_sample()
@@ -232,7 +234,7 @@ class PollLoop:
             self.last_error = str(error)
             return None
         finally:
-            self._last_sample = self._clock()
+            self._last_sample = self.clock()
         self.last_error = None
         self.samples_taken += 1
         return self.history.append(sample)
@@ -249,7 +251,7 @@ class PollLoop:
             due = (
                 0.0
                 if self._last_sample is None
-                else self._last_sample + self.interval_s - self._clock()
+                else self._last_sample + self.interval_s - self.clock()
             )
             if due > 0:
                 self._wake.clear()
