@@ -189,6 +189,12 @@ async def test_every_answer_of_a_real_server_is_what_its_model_allows(
             {"path": f"air/api/workloads/{job.id}/logs"},
         ),
         (
+            "GET",
+            "air/api/runs/{run_id}/logs",
+            logs.LogPage,
+            {"path": f"{runs}/{store.get_job(job.id).attempts[0].mlflow_run_id}/logs"},
+        ),
+        (
             "POST",
             "air/api/workloads/{id}/cancel",
             workloads.Job,

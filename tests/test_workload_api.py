@@ -150,6 +150,46 @@ async def test_list_read_and_logs_of_a_two_node_job(jp_fetch, store, mlflow_serv
     assert "step" not in text
 
 
+async def test_an_mlflow_runs_logs_are_its_attempts(jp_fetch, store, mlflow_server, jp_base_url):
+    """The MLflow run page's Logs tab: ``air/api/runs/{run}/logs`` answers with the logs of the
+    job run and attempt the run records, with the same query; a run of no job run is a 404."""
+    import mlflow
+
+    job_id = start(store, TWO_NODES, mlflow_server)
+    job = await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
+    run_id = job.attempts[0].mlflow_run_id
+    by_run = body(await jp_fetch("air", "api", "runs", run_id, "logs", params={"node": "1"}))
+    by_job = body(await jp_fetch("air", "api", "workloads", job_id, "logs", params={"node": "1"}))
+    assert by_run == by_job and by_run["lines"]
+    errors = body(
+        await jp_fetch("air", "api", "runs", run_id, "logs", params={"level": "error", "q": "lost"})
+    )
+    assert [line["text"] for line in errors["lines"]] == ["ERROR: node 0 lost a batch"]
+    download = await jp_fetch("air", "api", "runs", run_id, "logs", "download")
+    assert download.headers["Content-Disposition"] == (
+        f'attachment; filename="{job_id}-attempt1-node0.log"'
+    )
+    assert b"node 0 step 4 <b>html</b>" in download.body
+
+    # the run's description says where its logs are, on any MLflow UI
+    note = mlflow.MlflowClient(mlflow_server.url).get_run(run_id).data.tags["mlflow.note.content"]
+    assert note == (
+        f"Logs of this attempt (job run {job_id}): with `air logs {job_id} --attempt 1`."
+    )  # submitted outside a Jupyter server: no link into JupyterLab
+
+    with mlflow.start_run() as plain:  # a run of no job run
+        pass
+    for parts in (("logs",), ("logs", "download")):
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("air", "api", "runs", plain.info.run_id, *parts)
+        assert error.value.code == 404
+        message = json.loads(error.value.response.body)["message"]
+        assert message.startswith(f"MLflow run {plain.info.run_id} is not a job run's attempt")
+        with pytest.raises(HTTPClientError) as error:  # no token: nothing said of the run
+            await jp_fetch("air", "api", "runs", run_id, *parts, headers={"Authorization": ""})
+        assert error.value.code == 403
+
+
 async def test_follow_a_running_job_by_long_poll_then_cancel(jp_fetch, store, mlflow_server):
     job_id = start(store, SLOW, mlflow_server)
     first = body(
@@ -266,9 +306,15 @@ class TestLogsAccess:
         job_id = start(store, TWO_NODES, mlflow_server)
         await asyncio.get_running_loop().run_in_executor(None, wait_for, store, job_id)
         assert body(await jp_fetch("air", "api", "workloads", job_id))["id"] == job_id
-        for parts in (("logs",), ("logs", "download")):
+        run_id = store.get_job(job_id).attempts[0].mlflow_run_id
+        for parts in (
+            ("workloads", job_id, "logs"),
+            ("workloads", job_id, "logs", "download"),
+            ("runs", run_id, "logs"),  # the MLflow run page's Logs tab: the same rule
+            ("runs", run_id, "logs", "download"),
+        ):
             with pytest.raises(HTTPClientError) as error:
-                await jp_fetch("air", "api", "workloads", job_id, *parts)
+                await jp_fetch("air", "api", *parts)
             assert error.value.code == 403
             message = json.loads(error.value.response.body)["message"]
             assert message.startswith("You don't have access to these logs")
@@ -301,6 +347,13 @@ class TestPerJobAccess:
             with pytest.raises(HTTPClientError) as error:
                 await jp_fetch("air", "api", "workloads", secret, "logs")
             assert error.value.code == 403
+            # by its MLflow run: the job run it records is what the authorizer decides on
+            secret_run = store.get_job(secret).attempts[0].mlflow_run_id
+            with pytest.raises(HTTPClientError) as error:
+                await jp_fetch("air", "api", "runs", secret_run, "logs")
+            assert error.value.code == 403
+            shared_run = store.get_job(shared).attempts[0].mlflow_run_id
+            assert body(await jp_fetch("air", "api", "runs", shared_run, "logs"))["lines"]
         finally:
             DenyLogsOfOneWorkload.denied = None
 

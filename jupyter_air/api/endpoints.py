@@ -90,6 +90,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "every matching line, as a file", None,
     ),
     Endpoint(
+        "GET", "air/api/runs/{run_id}/logs", LOGS,
+        "the logs of the job run and attempt an MLflow run records (its run page's Logs tab): "
+        "the same query and access rule", logs.LogPage,
+    ),
+    Endpoint(
+        "GET", "air/api/runs/{run_id}/logs/download", LOGS,
+        "every matching line of that attempt, as a file", None,
+    ),
+    Endpoint(
         "GET", "air/api/schedules", WORKLOADS,
         "every schedule: next firing, last runs and firings", schedules.SchedulesPage,
     ),

@@ -41,6 +41,7 @@ UNREADABLE_LOGS = (
 )
 MAX_WAIT_S = 30.0
 _JOB_ID = r"(?P<workload_id>[^/]+)"
+_RUN_ID = r"(?P<run_id>[0-9a-f]{32})"  # an MLflow run id
 _SCHEDULE = r"(?P<schedule_id>[^/]+)"
 T = TypeVar("T")
 
@@ -131,6 +132,10 @@ class WorkloadCancelHandler(_WorkloadBase):
 class _LogsBase(_WorkloadBase):
     auth_resource = LOGS_RESOURCE
 
+    async def _serve(self, workload_id: str) -> None:
+        """Answer for the job run ``workload_id`` (its access already checked)."""
+        raise NotImplementedError
+
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return await super()._call(fn, *args, **kwargs)
@@ -153,6 +158,9 @@ class WorkloadLogsHandler(_LogsBase):
     @tornado.web.authenticated
     @authorized(message=NO_LOG_ACCESS)
     async def get(self, workload_id: str) -> None:
+        await self._serve(workload_id)
+
+    async def _serve(self, workload_id: str) -> None:
         from ..workloads.logquery import MAX_LIMIT
 
         filters = self._filters()
@@ -181,6 +189,9 @@ class WorkloadLogsDownloadHandler(_LogsBase):
     @tornado.web.authenticated
     @authorized(message=NO_LOG_ACCESS)
     async def get(self, workload_id: str) -> None:
+        await self._serve(workload_id)
+
+    async def _serve(self, workload_id: str) -> None:
         filters = self._filters()
         name, chunks = await self._call(self.service.download, workload_id, **filters)
         self.set_header("Content-Type", "text/plain; charset=utf-8")
@@ -199,6 +210,45 @@ class WorkloadLogsDownloadHandler(_LogsBase):
             self.write(chunk)
             await self.flush()
         self.finish()
+
+
+class _RunLogs(_LogsBase):
+    """The logs of the job run and attempt that an MLflow run records (the run page's Logs
+    tab): the job's logs, with the same query, access rule and answers, the attempt preset."""
+
+    run_attempt: int | None = None
+
+    async def _resolve(self, run_id: str) -> str:
+        found = await self.service.call(self.service.store.attempt_of_run, run_id)
+        if found is None:
+            raise tornado.web.HTTPError(
+                404,
+                f"MLflow run {run_id} is not a job run's attempt (a workload, a "
+                ".distributed(remote=True) call or a scheduled run): it has no logs here.",
+            )
+        self.workload_id, self.run_attempt = found
+        return found[0]
+
+    def _filters(self) -> dict[str, Any]:
+        return {**super()._filters(), "attempt": self.run_attempt}
+
+    @tornado.web.authenticated
+    async def get(self, run_id: str) -> None:
+        await self._resolve(run_id)  # the job run: what the access rule decides on
+        await self._authorized()
+
+    @authorized(message=NO_LOG_ACCESS)
+    async def _authorized(self) -> None:
+        assert self.workload_id is not None
+        await self._serve(self.workload_id)
+
+
+class RunLogsHandler(_RunLogs, WorkloadLogsHandler):
+    pass
+
+
+class RunLogsDownloadHandler(_RunLogs, WorkloadLogsDownloadHandler):
+    pass
 
 
 def _time_bound(raw: str | None) -> str | float | None:
@@ -312,4 +362,6 @@ def workload_handlers() -> list[tuple[str, type]]:
         (rf"/air/api/workloads/{_JOB_ID}/cancel", WorkloadCancelHandler),
         (rf"/air/api/workloads/{_JOB_ID}/logs", WorkloadLogsHandler),
         (rf"/air/api/workloads/{_JOB_ID}/logs/download", WorkloadLogsDownloadHandler),
+        (rf"/air/api/runs/{_RUN_ID}/logs", RunLogsHandler),
+        (rf"/air/api/runs/{_RUN_ID}/logs/download", RunLogsDownloadHandler),
     ]

@@ -42,6 +42,18 @@ TAG_BACKEND = "jupyter_air.workload.backend"
 TAG_SCHEDULE_ID = "jupyter_air.schedule_id"
 TAG_SCHEDULE = "jupyter_air.schedule"
 MAX_REASON_TAG = 5000  # MLflow's limit for a tag's value is larger; a reason is a sentence
+TAG_DESCRIPTION = "mlflow.note.content"  # the run page's description (Markdown)
+
+
+def logs_note(job: JobRun, attempt: int) -> str:
+    """The run's description: where its logs are, on any MLflow UI (the one jupyter-air serves
+    also has a Logs tab)."""
+    from .connection import Connection
+
+    command = f"`air logs {job.id} --attempt {attempt}`"
+    link = Connection(tracking_uri="", server_url=job.server_url).job_link(job.id)
+    where = f"[in JupyterLab]({link}) or with {command}" if link else f"with {command}"
+    return f"Logs of this attempt (job run {job.id}): {where}."
 
 
 class JobAttempts:
@@ -184,6 +196,7 @@ class JobAttempts:
             "mlflow.source.type": "JOB",
         }
         tags["mlflow.source.name"] = job.notebook or source
+        tags[TAG_DESCRIPTION] = logs_note(job, attempt)
         tags.update(run_tags(CodeRecord.from_dict(job.spec.get("code"))))
         function = self._call_function()
         if function:

@@ -22,7 +22,7 @@ from typing import Any
 from ..api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
 from .paths import check_job_id, store_path
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # the statuses of a job run (api/enums.py), by the names the workloads code uses
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
@@ -173,6 +173,10 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE jobs ADD COLUMN schedule_id TEXT",
         "ALTER TABLE jobs ADD COLUMN schedule_name TEXT",
         "CREATE INDEX jobs_schedule ON jobs (schedule_id, submitted_at DESC)",
+    ],
+    6: [
+        # the MLflow run page's logs (air/api/runs/{run}/logs): from a run to its attempt
+        "CREATE INDEX attempts_mlflow_run ON attempts (mlflow_run_id)",
     ],
 }
 MAX_WARNINGS = 50
@@ -765,6 +769,14 @@ class JobStore:
                 f"UPDATE attempts SET {sets} WHERE job_id = :_id AND attempt = :_attempt",
                 {**fields, "_id": job_id, "_attempt": attempt},
             )
+
+    def attempt_of_run(self, run_id: str) -> tuple[str, int] | None:
+        """The job run and attempt whose MLflow run is ``run_id``, if one is."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT job_id, attempt FROM attempts WHERE mlflow_run_id = ?", (run_id,)
+            ).fetchone()
+        return (row["job_id"], int(row["attempt"])) if row else None
 
     def finish_attempt(
         self,
