@@ -46,8 +46,8 @@ TAG_DESCRIPTION = "mlflow.note.content"  # the run page's description (Markdown)
 
 
 def logs_note(job: JobRun, attempt: int) -> str:
-    """The run's description: where its logs are, on any MLflow UI (the one jupyter-air serves
-    also has a Logs tab)."""
+    """The run's description: where its logs are, so that any MLflow UI (a team's own server
+    too) leads to them."""
     from .connection import Connection
 
     command = f"`air logs {job.id} --attempt {attempt}`"
