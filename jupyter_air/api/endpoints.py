@@ -91,7 +91,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint(
         "GET", "air/api/runs/{run_id}/logs", LOGS,
-        "the logs of the job run and attempt an MLflow run records (its run page's Logs tab): "
+        "the logs of the job run and attempt an MLflow run records (for its run page): "
         "the same query and access rule", logs.LogPage,
     ),
     Endpoint(
