@@ -316,7 +316,13 @@ def artifact_folder(code_path: str, into: Path) -> Path:
         except OSError:
             shutil.copy2(source, destination)
     if links:
-        (into / LINKS_FILE).write_text("\n".join(links) + "\n")
+        listed = into / LINKS_FILE
+        k = 1
+        while listed.exists():  # the code's own LINKS.txt: a hard link to the snapshot's file
+            k += 1
+            listed = into / f"LINKS-{k}.txt"
+        with open(listed, "x") as file:  # a new file: never written through to the snapshot
+            file.write("\n".join(links) + "\n")
     return into
 
 
