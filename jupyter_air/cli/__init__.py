@@ -6,7 +6,8 @@ of jupyter-air's data folder; ``air schedule`` runs a workload on a cron schedul
 people, ``--output json`` for scripts (the REST API's models, ``jupyter_air.api``). Exit codes:
 0 ok (a followed job succeeded), 1 the job failed or was cancelled, 2 usage or spec error, 3 no
 tracking server (or MLflow not answering or refusing), 4 not enough GPUs, 5 no such job run or
-schedule, 6 no access to the logs, 130 interrupted.
+schedule, 6 no access to the logs, 7 the job store cannot be read or written (a full disk),
+130 interrupted.
 
 The parser is ``parser.py``, the commands ``commands_*.py``, what they print ``render.py``.
 """
@@ -97,9 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_NO_TRACKING
         if isinstance(error, (sqlite3.Error, OSError)) and no_space(error, data_dir()):
             why = no_space_text(data_dir())
-            print(f"air: the job store cannot be read or written: {why}", file=sys.stderr)
-            return EXIT_STORE
-        if isinstance(error, sqlite3.Error):
-            print(f"air: the job store cannot be read or written: {error}", file=sys.stderr)
-            return EXIT_STORE
-        raise
+        elif isinstance(error, sqlite3.Error):
+            why = str(error)
+        else:
+            raise
+        print(f"air: the job store cannot be read or written: {why}", file=sys.stderr)
+        return EXIT_STORE
