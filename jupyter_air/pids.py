@@ -27,14 +27,53 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+# A process is told from a later one that got its pid by its creation time, kept as seconds
+# since the epoch (a record outlives a reboot, when pids start again from 1). The kernel keeps
+# that time as clock ticks since boot; psutil adds /proc/stat's boot time, a whole second that
+# moves by one whenever the wall clock is nudged across a second boundary, so the same process
+# could read one second off and be taken for another (a healthy supervisor "stopped
+# unexpectedly", a live MLflow "gone"). Here the boot's epoch time is read with its fraction,
+# and two times are the same process within SAME_PROCESS_S: a clock stepped since the record by
+# less than that passes, and a pid reused within it would need the pid space to wrap in seconds.
+SAME_PROCESS_S = 5.0
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _boot_epoch() -> float:
+    """When this machine booted, in seconds since the epoch, with its fraction."""
+    return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _since_boot(pid: int) -> float | None:
+    """Process ``pid``'s creation, in seconds since boot (None when it does not exist)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return None
+    # after the command name (in parentheses, which may hold anything), field 22 is 19th
+    return int(data[data.rindex(b")") + 2 :].split()[19]) / _TICKS
+
+
 def process_start_time(pid: int) -> float | None:
-    """The creation time of process ``pid`` (None when it does not exist)."""
-    import psutil
+    """The creation time of process ``pid``, seconds since the epoch (None when it does not
+    exist)."""
+    since_boot = _since_boot(pid) if os.path.isdir("/proc") else None
+    if since_boot is not None:
+        return since_boot + _boot_epoch()
+    import psutil  # no /proc (macOS)
 
     try:
         return float(psutil.Process(pid).create_time())
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         return None
+
+
+def same_process(pid: int, started: float) -> bool:
+    """Whether process ``pid`` (which exists) was created at ``started``, as
+    ``process_start_time`` gave it."""
+    now = process_start_time(pid)
+    return now is not None and abs(now - float(started)) < SAME_PROCESS_S
 
 
 def is_running(pid: int | None, started: float | None = None) -> bool:
@@ -45,10 +84,9 @@ def is_running(pid: int | None, started: float | None = None) -> bool:
     import psutil
 
     try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
             return False
-        return started is None or abs(process.create_time() - float(started)) < 1.0
+        return started is None or same_process(pid, started)
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError, TypeError):
         return False
 

@@ -11,8 +11,11 @@ output never goes through Ray's log monitor, so its de-duplication hides nothing
 asks every actor for its command's exit code and the new lines of its log, appended byte for
 byte to the node's log file on the Jupyter host. An actor that does not answer because its Ray
 node is gone ends the attempt: "node 1 (host 10.0.0.7) was lost". A cluster that stops
-answering altogether ends it after ``JUPYTER_AIR_RAY_LOST_S`` (60 s). Actors belong to the
-supervisor: if it dies, Ray stops them, and each node's keeper stops the command with them.
+answering altogether ends it after ``JUPYTER_AIR_RAY_LOST_S`` (60 s). A command killed by a
+signal may be the first sign of its Ray node going down (its raylet killed, the node shutting
+down): such an end is told only once Ray still counts the node alive ``SIGNAL_CONFIRM_S`` later,
+and as the node lost when Ray no longer does. Actors belong to the supervisor: if it dies, Ray
+stops them, and each node's keeper stops the command with them.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ LOST_ENV = "JUPYTER_AIR_RAY_LOST_S"
 CONNECT_ENV = "JUPYTER_AIR_RAY_CONNECT_TIMEOUT_S"
 NAMESPACE = "jupyter-air"
 CALL_TIMEOUT_S = 10.0
+SIGNAL_CONFIRM_S = 5.0
 
 
 def _seconds(name: str, default: float) -> float:
@@ -315,6 +319,7 @@ class RayGroup:
         self.offsets = [0 for _ in actors]
         self.lost: dict[int, str] = {}  # node → why
         self.codes: dict[int, int] = {}  # node → exit code (negative: signal)
+        self.signalled: dict[int, float] = {}  # node → when its end by a signal was first seen
         self.lost_s = _seconds(LOST_ENV, 60.0)
         self._answered = time.monotonic()
         self._metrics = False
@@ -355,20 +360,32 @@ class RayGroup:
         self._answered = time.monotonic()
 
     # watching ----------------------------------------------------------------------------------
+    def _node_lost(self, index: int) -> str | None:
+        """Why node ``index`` is lost ("node 1 (host …, Ray node …) was lost") when Ray counts its
+        Ray node dead; None while it counts it alive, or cannot tell (the connection check
+        decides then)."""
+        import ray
+
+        info = self.nodes[index] if index < len(self.nodes) else None
+        if info is None or not info.machine:
+            return None
+        try:
+            alive = any(n["NodeID"] == info.machine and n.get("Alive") for n in ray.nodes())
+        except Exception:
+            return None
+        if alive:
+            return None
+        return f"node {index} (host {info.host}, Ray node {info.machine[:8]}) was lost"
+
     def _lost_reason(self, index: int, error: BaseException) -> str | None:
         """Why node ``index`` is gone, or None when its Ray node still lives (a passing error)."""
         import ray
 
+        lost = self._node_lost(index)
+        if lost is not None:
+            return lost
         info = self.nodes[index] if index < len(self.nodes) else None
         host = info.host if info else "?"
-        machine = info.machine if info else None
-        alive = True
-        try:
-            alive = any(n["NodeID"] == machine and n.get("Alive") for n in ray.nodes())
-        except Exception:
-            alive = True  # cannot tell: the connection check decides
-        if machine and not alive:
-            return f"node {index} (host {host}, Ray node {machine[:8]}) was lost"
         if isinstance(error, ray.exceptions.ActorDiedError):
             return f"node {index} (host {host}): its jupyter-air actor died ({_first(error)})"
         return None
@@ -413,11 +430,10 @@ class RayGroup:
         for index in range(len(self.actors)):
             if index in self.lost:
                 states.append(NodeState(index, lost=self.lost[index]))
+            elif index in self.codes and self.codes[index] >= 0:
+                states.append(NodeState(index, exit_code=self.codes[index]))
             elif index in self.codes:
-                code = self.codes[index]
-                states.append(
-                    NodeState(index, signal=-code) if code < 0 else NodeState(index, exit_code=code)
-                )
+                states.append(self._signalled_state(index, -self.codes[index]))
             else:
                 states.append(NodeState(index))
         if time.monotonic() - self._answered > self.lost_s:
@@ -428,6 +444,19 @@ class RayGroup:
                         f"for {self.lost_s:.0f} s (node {state.node})"
                     )
         return states
+
+    def _signalled_state(self, index: int, signum: int) -> NodeState:
+        """Node ``index``'s command was killed by ``signum``: lost if its Ray node is gone,
+        still running while that is undecided, else killed by the signal."""
+        seen = self.signalled.setdefault(index, time.monotonic())
+        lost = self._node_lost(index)
+        if lost is not None:
+            self.lost[index] = lost
+            log.warning("%s", lost)
+            return NodeState(index, lost=lost)
+        if time.monotonic() - seen < SIGNAL_CONFIRM_S:
+            return NodeState(index)
+        return NodeState(index, signal=signum)
 
     def sync_logs(self, *, final: bool = False) -> None:
         """Bring the new lines home; ``final``: everything, once the commands ended."""

@@ -77,9 +77,12 @@ class RankProcess:
         """Running (not a zombie) and the same process that recorded itself."""
         import psutil
 
+        from ..pids import SAME_PROCESS_S, process_start_time
+
         try:
             process = psutil.Process(self.pid)
-            if process.create_time() > self.started + 1.0:
+            created = process_start_time(self.pid)
+            if created is None or created > self.started + SAME_PROCESS_S:
                 return False  # the pid was reused by a later process
             return process.status() != psutil.STATUS_ZOMBIE
         except (psutil.NoSuchProcess, psutil.AccessDenied):
