@@ -180,8 +180,22 @@ def _demanded(gcs: str | None, own: str | None) -> bool:
         demands = get_cluster_status(gcs, timeout=2).resource_demands
     except Exception:
         return False  # cannot tell: the time limit still holds
-    groups = [d for d in demands.placement_group_demand if d.pg_id != own]
-    return bool(groups or demands.ray_task_actor_demand)
+    groups = [d.pg_id for d in demands.placement_group_demand if d.pg_id and d.pg_id != own]
+    return bool(_still_waiting(groups) or demands.ray_task_actor_demand)
+
+
+def _still_waiting(groups: list[str]) -> list[str]:
+    """Of these placement groups (from the cluster's status, which lags by seconds on a busy
+    cluster: a group placed or removed since may still show), those the GCS has waiting now."""
+    if not groups:
+        return []
+    try:
+        import ray
+
+        table = ray.util.placement_group_table()
+    except Exception:
+        return groups  # cannot tell: as reported
+    return [g for g in groups if table.get(g, {}).get("state") in ("PENDING", "RESCHEDULING")]
 
 
 def _release(placed: Placed | None, backend: RayBackend | None) -> None:
