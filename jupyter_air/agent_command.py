@@ -14,8 +14,9 @@ import sys
 from typing import Any
 
 from . import __version__
+from .config import AGENT_TOKEN
 
-TOKEN_ENV = "JUPYTER_AIR_AGENT_TOKEN"
+TOKEN_ENV = AGENT_TOKEN.name
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -95,11 +96,11 @@ def _interval(text: str) -> float:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
+    from .config import data_dir
     from .telemetry.agent import AgentRejected, HttpSender, NodeAgent
     from .telemetry.agent_tokens import TokenError, check_node_name
     from .telemetry.backends import create_backend
     from .telemetry.sampler import Sampler, default_node_name
-    from .workloads.paths import data_dir
 
     token = args.token or os.environ.get(TOKEN_ENV, "")
     if not token:
@@ -134,8 +135,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_token(args: argparse.Namespace) -> int:
+    from .config import data_dir
     from .telemetry.agent_tokens import TokenError, mint_token, revoke_token, token_nodes
-    from .workloads.paths import data_dir
 
     folder = data_dir(args.data_dir)
     as_json = args.output == "json"

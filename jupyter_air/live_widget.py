@@ -9,7 +9,7 @@ show the card. The chart is a plotly ``FigureWidget``, fed from the MLflow run e
 seconds by a thread the call starts and stops (bounded HTTP calls: no retries, a timeout).
 
 Widgets are only shown when the frontend can show them: jupyter-air's JupyterLab extension tells
-the kernel so when it loads the IPython extension (``JUPYTER_AIR_WIDGETS=1``, set only for a
+the kernel so when it loads the IPython extension (``config.WIDGETS=1``, set only for a
 notebook whose renderers include the widget view). nbclient, ``jupyter console`` and kernels run
 headless never get it and keep the plain output. Cancel is handled by that extension: for a call
 of the kernel it interrupts the kernel (what Ctrl-C does: every rank stopped, the run KILLED),
@@ -27,9 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .config import WIDGETS
 from .rendering import seconds_text
 
-WIDGETS_ENV = "JUPYTER_AIR_WIDGETS"
+WIDGETS_ENV = WIDGETS.name
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 POLL_S = 3.0  # MLflow is read this often
 TICK_S = 1.0  # the elapsed time in the status line changes this often

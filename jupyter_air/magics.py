@@ -19,6 +19,8 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .config import BASE_URL, SERVER_URL
+
 if TYPE_CHECKING:
     from .workloads.store import JobRun, JobStore
 
@@ -303,7 +305,7 @@ def _show_job(job: JobRun) -> None:
 
     from IPython.display import display
 
-    base = os.environ.get("JUPYTER_AIR_SERVER_URL") or os.environ.get("JUPYTER_AIR_BASE_URL")
+    base = SERVER_URL.text() or BASE_URL.text()
     text = f"Job run {job.id} submitted (experiment {job.experiment_name!r})"
     hint = f"air logs {job.id} · air get run {job.id} · air cancel {job.id}"
     bundle = {"text/plain": f"{text}\n{hint}"}
@@ -333,7 +335,7 @@ def _show_run(job: JobRun, attempt: Any, shown: Any) -> Any:
             run, experiment_name=job.experiment_name, tracking_uri=job.tracking_uri
         )
         if shown is None:
-            shown = RunDisplay(run.info.run_id, server_url=os.environ.get("JUPYTER_AIR_SERVER_URL"))
+            shown = RunDisplay(run.info.run_id, server_url=SERVER_URL.text())
             shown.show(payload)
         else:
             shown.update(payload)

@@ -396,6 +396,6 @@ def test_air_in_a_plain_shell_finds_the_servers_data_folder(jp_serverapp, air_co
 
     env = {k: v for k, v in os.environ.items() if k != "JUPYTER_AIR_DATA_DIR"}
     env["JUPYTER_RUNTIME_DIR"] = jp_serverapp.runtime_dir
-    probe = "from jupyter_air.workloads.paths import data_dir; print(data_dir())"
+    probe = "from jupyter_air.config import data_dir; print(data_dir())"
     found = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert found.stdout.strip() == air_config["data_dir"], found.stderr

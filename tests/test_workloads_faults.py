@@ -233,8 +233,8 @@ async def test_the_server_closes_runs_that_ended_jobs_left_open(
 def test_the_server_honours_jupyter_air_data_dir(monkeypatch, tmp_path):
     """JUPYTER_AIR_DATA_DIR set, nothing configured: the server uses that folder, as `air`,
     kernels and supervisors do (one rule, one function)."""
+    from jupyter_air.config import data_dir
     from jupyter_air.server.app import JupyterAir
-    from jupyter_air.workloads.paths import data_dir
 
     monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "chosen"))
     assert Path(JupyterAir().data_dir) == tmp_path / "chosen" == data_dir()

@@ -165,7 +165,7 @@ def test_the_data_folder_of_the_running_servers(tmp_path, monkeypatch):
     import json
     import os
 
-    from jupyter_air.workloads.paths import data_dir, record_server, served_data_dir
+    from jupyter_air.config import data_dir, record_server, served_data_dir
 
     runtime = tmp_path / "runtime"
     monkeypatch.delenv("JUPYTER_AIR_DATA_DIR", raising=False)

@@ -2,7 +2,7 @@
 
 1. ``compute.backend: local | ray`` in the workload's YAML;
 2. the Jupyter server's ``c.JupyterAir.cluster`` (given to kernels and terminals as
-   ``JUPYTER_AIR_CLUSTER``), or ``JUPYTER_AIR_CLUSTER`` in a shell: ``ray`` (the cluster of
+   ``config.CLUSTER``), or ``config.CLUSTER`` in a shell: ``ray`` (the cluster of
    ``RAY_ADDRESS``, or Ray's own discovery) or a Ray address (``ray://host:10001``,
    ``10.0.0.5:6379``);
 3. ``ray`` when ``RAY_ADDRESS`` is set;
@@ -18,9 +18,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..config import CLUSTER
 from .base import Backend
 
-CLUSTER_ENV = "JUPYTER_AIR_CLUSTER"
+CLUSTER_ENV = CLUSTER.name
 BACKENDS = ("local", "ray")
 
 
@@ -28,7 +29,7 @@ BACKENDS = ("local", "ray")
 class Choice:
     backend: str  # "local" | "ray"
     address: str | None  # the Ray cluster's address (None: RAY_ADDRESS or Ray's discovery)
-    why: str  # for people: "compute.backend", "JUPYTER_AIR_CLUSTER", "RAY_ADDRESS", "default"
+    why: str  # for people: "compute.backend", "config.CLUSTER", "RAY_ADDRESS", "default"
 
 
 def choose(spec_backend: str | None, environ: Mapping[str, str] | None = None) -> Choice:

@@ -8,7 +8,7 @@ ended to ``FILE`` (``{"code": N}``; negative: the signal). If its owner — the 
 pid and start time — goes away first (the supervisor that owns the actor died, the connection to
 the cluster was lost, the node is shutting down), it stops everything the command started: its
 process group, every descendant (torch elastic starts ranks in sessions of their own), whatever
-carries the node's ``JUPYTER_AIR_GROUP`` — SIGTERM, then SIGKILL after the grace period — so
+carries the node's ``config.GROUP`` — SIGTERM, then SIGKILL after the grace period — so
 nothing of the job keeps running unowned. Stopping the group from outside (what the actor does
 to stop the node) stops the keeper with it.
 
@@ -27,8 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-GRACE_ENV = "JUPYTER_AIR_KILL_GRACE_S"
-GROUP_ENV = "JUPYTER_AIR_GROUP"
+from ..config import GROUP, KILL_GRACE_S
+
+GROUP_ENV = GROUP.name
 
 
 def command(owner: int, started: float, status: Path, argv: list[str]) -> list[str]:
@@ -132,10 +133,7 @@ def _stop_everything(child: subprocess.Popen[bytes]) -> None:
     left after the grace period."""
     import psutil
 
-    try:
-        grace = max(0.0, float(os.environ.get(GRACE_ENV, "10")))
-    except ValueError:
-        grace = 10.0
+    grace = KILL_GRACE_S.get()
     me = psutil.Process()
     group = os.environ.get(GROUP_ENV)
     targets = set(me.children(recursive=True))

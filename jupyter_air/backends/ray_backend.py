@@ -11,7 +11,7 @@ output never goes through Ray's log monitor, so its de-duplication hides nothing
 asks every actor for its command's exit code and the new lines of its log, appended byte for
 byte to the node's log file on the Jupyter host. An actor that does not answer because its Ray
 node is gone ends the attempt: "node 1 (host 10.0.0.7) was lost". A cluster that stops
-answering altogether ends it after ``JUPYTER_AIR_RAY_LOST_S`` (60 s). A command killed by a
+answering altogether ends it after ``RAY_LOST_S`` (config.py, 60 s). A command killed by a
 signal may be the first sign of its Ray node going down (its raylet killed, the node shutting
 down): such an end is told only once Ray still counts the node alive ``SIGNAL_CONFIRM_S`` later,
 and as the node lost when Ray no longer does. Actors belong to the supervisor: if it dies, Ray
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_LOST_S, RAY_PLACEMENT_TIMEOUT_S
 from .base import GroupLaunch, Metrics, NodeInfo, NodeState, PlacementError
 
 if TYPE_CHECKING:
@@ -38,19 +39,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PLACEMENT_ENV = "JUPYTER_AIR_RAY_PLACEMENT_TIMEOUT_S"
-LOST_ENV = "JUPYTER_AIR_RAY_LOST_S"
-CONNECT_ENV = "JUPYTER_AIR_RAY_CONNECT_TIMEOUT_S"
 NAMESPACE = "jupyter-air"
 CALL_TIMEOUT_S = 10.0
 SIGNAL_CONFIRM_S = 5.0
-
-
-def _seconds(name: str, default: float) -> float:
-    try:
-        return max(1.0, float(os.environ.get(name, default)))
-    except ValueError:
-        return default
 
 
 def probe(address: str, timeout_s: float) -> None:
@@ -68,7 +59,7 @@ def probe(address: str, timeout_s: float) -> None:
         raise ClusterUnreachableError(
             f"the Ray cluster at {address} does not answer ({error or type(error).__name__}, "
             f"within {timeout_s:g} s): check RAY_ADDRESS (or c.JupyterAir.cluster / "
-            "JUPYTER_AIR_CLUSTER) and that the cluster is up — see docs/clusters.md"
+            f"{CLUSTER}) and that the cluster is up — see docs/clusters.md"
         ) from None
 
 
@@ -131,7 +122,7 @@ class RayBackend:
         if self._connected and ray.is_initialized():
             return  # (a kernel's own ray.shutdown between two calls: connected again)
         if not ray.is_initialized():
-            probe(self.address, _seconds(CONNECT_ENV, 10.0))
+            probe(self.address, RAY_CONNECT_TIMEOUT_S.get())
             # Ray puts its own SIGTERM handler on the driver (it exits at once); the
             # supervisor's is the one that stops the nodes properly
             handlers = _signal_handlers()
@@ -241,7 +232,7 @@ class RayBackend:
             strategy="STRICT_SPREAD",
             name=f"jupyter-air-{launch.job_id}-{launch.attempt}",
         )
-        timeout = _seconds(PLACEMENT_ENV, 60.0)
+        timeout = RAY_PLACEMENT_TIMEOUT_S.get()
         try:
             ray.get(group.ready(), timeout=timeout)
         except Exception as error:
@@ -320,7 +311,7 @@ class RayGroup:
         self.lost: dict[int, str] = {}  # node → why
         self.codes: dict[int, int] = {}  # node → exit code (negative: signal)
         self.signalled: dict[int, float] = {}  # node → when its end by a signal was first seen
-        self.lost_s = _seconds(LOST_ENV, 60.0)
+        self.lost_s = RAY_LOST_S.get()
         self._answered = time.monotonic()
         self._metrics = False
 

@@ -25,11 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config import GROUP, NODE_IP
 from .base import node_environment
 
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
-GROUP_ENV = "JUPYTER_AIR_GROUP"  # on every command a runner starts: what is left is found by it
-NODE_IP_ENV = "JUPYTER_AIR_NODE_IP"
+GROUP_ENV = GROUP.name  # on every command a runner starts: what is left is found by it
+NODE_IP_ENV = NODE_IP.name
 
 
 class NodeRunner:

@@ -89,9 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         import sqlite3
 
+        from ..config import data_dir
         from ..tracking.readiness import TrackingServerNotReady
         from ..workloads.disk import no_space, no_space_text
-        from ..workloads.paths import data_dir
 
         if isinstance(error, TrackingServerNotReady):  # MLflow not answering, or refusing us
             print(printable(f"air: {error}", lines=True), file=sys.stderr)

@@ -24,6 +24,7 @@ import traceback
 import uuid
 from typing import Any
 
+from ..config import NODE_IP
 from .processes import AGENT_PID_ENV, signal_name, watch_parent
 from .rundir import RunDir, record_stops, write_json
 
@@ -81,7 +82,7 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         # ranks k*nproc … (k+1)*nproc-1: what `torchrun --node-rank=k` does
         backend = "static"
         endpoint = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
-        local_addr = os.environ.get("JUPYTER_AIR_NODE_IP") or None
+        local_addr = NODE_IP.text()
         rdzv["rank"] = int(os.environ["NODE_RANK"])
     config = LaunchConfig(
         min_nodes=nnodes,

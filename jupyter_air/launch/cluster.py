@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from .devices import say_once
 from .driver import Launch, LaunchOptions
 from .errors import DeviceError, DistributedError
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ..backends.ray_backend import RayBackend, RayGroup
 
 HOW_TO_CONNECT = (
-    "connect a Ray cluster: set RAY_ADDRESS (or c.JupyterAir.cluster / JUPYTER_AIR_CLUSTER) to "
+    f"connect a Ray cluster: set RAY_ADDRESS (or c.JupyterAir.cluster / {CLUSTER}) to "
     "its address before starting the kernel — see docs/clusters.md. On this machine alone, use "
     "nodes=1."
 )
@@ -243,10 +244,9 @@ class ClusterLaunch(Launch):
         token = os.environ.get("MLFLOW_TRACKING_TOKEN")
         if token:
             env["MLFLOW_TRACKING_TOKEN"] = token
-        interval = os.environ.get("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S")
         with contextlib.suppress(Exception):  # the call matters; its metrics are a nicety
             self.group.start_metrics(
-                Metrics(self.mlflow_run.run_id, env, float(interval) if interval else None)
+                Metrics(self.mlflow_run.run_id, env, SYSTEM_METRICS_INTERVAL_S.number())
             )
 
     # watching ----------------------------------------------------------------------------------

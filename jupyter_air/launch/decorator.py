@@ -12,10 +12,10 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
+from ..config import MOST_KEEP_S
 from .devices import check_counts
 from .driver import LaunchOptions, run_distributed
 from .errors import DistributedError, RemoteTraceback
-from .kept_nodes import MOST_KEEP_S
 
 R = TypeVar("R")
 OUTPUTS = ("all", "rank0")

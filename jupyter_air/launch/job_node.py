@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any
 
+from ..config import ATTEMPT, JOB_ID
 from .rundir import RunDir, write_json
 
 CALL_FILE = "call.json"
@@ -76,7 +77,7 @@ def _describe(outcome: dict[str, Any], run_dir: RunDir) -> str:
 
 
 def _settings(call: dict[str, Any]) -> dict[str, Any]:
-    job, attempt = os.environ.get("JUPYTER_AIR_JOB_ID", ""), os.environ.get("JUPYTER_AIR_ATTEMPT")
+    job, attempt = JOB_ID.text() or "", ATTEMPT.text()
     return {
         "nproc": int(call["nproc"]),
         "nnodes": int(call["nnodes"]),

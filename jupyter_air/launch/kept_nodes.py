@@ -4,7 +4,7 @@ Half of a ``.distributed(nodes=M)`` call's start is Ray's: a new worker process 
 actor, and the placement group. A notebook runs the same call again and again, so when a call
 ends cleanly (every node's command ended on its own, nothing left, no node lost, not
 interrupted) its placement group and actors are kept for ``keep_nodes`` seconds (default 60,
-``JUPYTER_AIR_KEEP_NODES_S``); the next call of the same shape (nodes, GPUs per node) takes them
+``KEEP_NODES_S`` in config.py); the next call of the same shape (nodes, GPUs per node) takes them
 and starts at once. What is kept holds its bundles — the nodes' GPUs — so it yields: a watcher
 thread releases it as soon as the cluster has a demand waiting (a placement group, task or
 actor that is pending, anyone's), when its time runs out, when a call of another shape comes,
@@ -17,30 +17,24 @@ One ``KeptNodes`` per process, made at the first ``nodes=M`` call, never at impo
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from ..config import KEEP_NODES_S
+
 if TYPE_CHECKING:
     from ..backends.ray_backend import Placed, RayBackend
 
-KEEP_ENV = "JUPYTER_AIR_KEEP_NODES_S"
-DEFAULT_KEEP_S = 60.0
-MOST_KEEP_S = 3600.0
 WATCH_S = 0.5  # how often what is kept looks for a demand waiting on the cluster
 WATCH_GRACE_S = 2.0
 
 
 def keep_seconds(option: float | None) -> float:
-    """The option, else ``JUPYTER_AIR_KEEP_NODES_S``, else 60 s; an unreadable variable is 60."""
+    """The option, else ``KEEP_NODES_S`` (config.py), else 60 s."""
     if option is not None:
         return float(option)
-    try:
-        value = float(os.environ.get(KEEP_ENV, DEFAULT_KEEP_S))
-    except ValueError:
-        return DEFAULT_KEEP_S
-    return min(max(value, 0.0), MOST_KEEP_S)
+    return KEEP_NODES_S.get()
 
 
 class KeptNodes:

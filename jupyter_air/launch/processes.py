@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..config import AGENT_PID
 from ..pids import signal_group, signal_name
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 PR_SET_PDEATHSIG = 1
-AGENT_PID_ENV = "JUPYTER_AIR_AGENT_PID"  # the agent's pid, for its ranks
+AGENT_PID_ENV = AGENT_PID.name  # the agent's pid, for its ranks
 
 
 def die_with_parent(sig: int, expected_parent: int | None = None) -> bool:

@@ -1,7 +1,7 @@
 """The run folder of one ``.distributed()`` call: the one place the kernel, the launcher agent and
 the ranks exchange files (payload, launch settings, per-rank logs, results, errors, outcome).
 
-It lives under ``$JUPYTER_AIR_DATA_DIR/runs/`` when the kernel was started by a jupyter-air
+It lives under ``config.DATA_DIR/runs/`` when the kernel was started by a jupyter-air
 server, else under the system's temporary folder. It is removed after a success and kept after a
 failure, so that logs and error files can be read; the error names it.
 """
@@ -19,7 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-DATA_DIR_ENV = "JUPYTER_AIR_DATA_DIR"
+from ..config import DATA_DIR
+
 KEEP_FAILED_S = 7 * 24 * 3600  # run folders of failed calls are removed after a week
 
 
@@ -132,7 +133,8 @@ def read_stops(run_dir: RunDir) -> dict[int, float]:
 
 
 def runs_root() -> Path:
-    data_dir = os.environ.get(DATA_DIR_ENV)
+
+    data_dir = DATA_DIR.text()
     if data_dir:
         return Path(data_dir) / "runs"
     return Path(tempfile.gettempdir()) / f"jupyter-air-runs-{_user_tag()}"

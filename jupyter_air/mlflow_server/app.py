@@ -2,7 +2,7 @@
 
 ``mlflow server --app-name jupyter-air`` runs ``create_app()`` under uvicorn. Every HTTP and
 websocket request must carry ``Authorization: Bearer <token>`` with the token the guard passes
-in ``JUPYTER_AIR_MLFLOW_SERVER_TOKEN``; anything else gets 401 before MLflow sees it. So the
+in ``config.MLFLOW_SERVER_TOKEN``; anything else gets 401 before MLflow sees it. So the
 port on 127.0.0.1 is no way around Jupyter's login for other users of the machine: Jupyter's
 proxy adds the header for the browser, and kernels, ranks and supervisors get the token as
 ``MLFLOW_TRACKING_TOKEN``, which MLflow's client sends as that header.
@@ -16,7 +16,9 @@ import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-SERVER_TOKEN_ENV = "JUPYTER_AIR_MLFLOW_SERVER_TOKEN"
+from ..config import MLFLOW_SERVER_TOKEN
+
+SERVER_TOKEN_ENV = MLFLOW_SERVER_TOKEN.name
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

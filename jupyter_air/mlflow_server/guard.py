@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Any
 
+from ..config import MLFLOW_SERVER_TOKEN
 from ..pids import process_start_time, stop_group
 from ..private import UMASK, open_private
 from ..tracking.readiness import healthy
@@ -144,7 +145,7 @@ class Guard:
         }
         env.update(
             {
-                "JUPYTER_AIR_MLFLOW_SERVER_TOKEN": token,
+                MLFLOW_SERVER_TOKEN.name: token,
                 "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
                 "PYTHONUNBUFFERED": "1",
             }

@@ -15,11 +15,18 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 
+from ..config import (
+    CLUSTER,
+    DATA_DIR,
+    GPU_BACKEND,
+    LOG_RETENTION_DAYS,
+    SIMULATED_GPUS,
+    record_server,
+)
+from ..config import data_dir as air_data_dir
 from ..private import secure_data_dir
 from ..telemetry.backends import BACKEND_CHOICES
 from ..telemetry.models import NODE_PATTERN
-from ..workloads.paths import data_dir as air_data_dir
-from ..workloads.paths import record_server
 from .cluster_agents import ClusterAgents, ray_address
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
@@ -44,13 +51,13 @@ class JupyterAir(ExtensionApp):
         help=(
             "Where GPU Resources reads GPUs from: 'auto' (NVML, or no GPU data with the reason), "
             "'nvml', 'simulated' (plausible fake GPUs for demos and tests; never chosen "
-            "automatically) or 'none'. The JUPYTER_AIR_GPU_BACKEND environment variable wins."
+            f"automatically) or 'none'. The {GPU_BACKEND} environment variable wins."
         ),
     )
     simulated_gpus = Int(
         4,
         config=True,
-        help="Number of GPUs of the simulated backend (or JUPYTER_AIR_SIMULATED_GPUS).",
+        help=f"Number of GPUs of the simulated backend (or {SIMULATED_GPUS}).",
     )
     gpu_poll_interval = Float(10.0, config=True, help="Seconds between GPU samples.")
     gpu_history = Float(7200.0, config=True, help="Seconds of GPU history kept on the server.")
@@ -83,7 +90,7 @@ class JupyterAir(ExtensionApp):
     data_dir = Unicode(
         config=True,
         help="Folder for jupyter-air's data: the embedded MLflow store and artifacts, job runs, "
-        "logs. Default: JUPYTER_AIR_DATA_DIR when set, else <jupyter data dir>/air.",
+        f"logs. Default: {DATA_DIR} when set, else <jupyter data dir>/air.",
     )
     mlflow_embedded = Bool(
         True,
@@ -103,7 +110,7 @@ class JupyterAir(ExtensionApp):
         help="Where workloads run when their YAML does not say (compute.backend): '' (this "
         "machine, or the Ray cluster of RAY_ADDRESS when it is set), 'ray' (the Ray cluster of "
         "RAY_ADDRESS, or Ray's own discovery), or a Ray address (ray://head:10001, "
-        "10.0.0.5:6379). Kernels and terminals get it as JUPYTER_AIR_CLUSTER; see "
+        f"10.0.0.5:6379). Kernels and terminals get it as {CLUSTER}; see "
         "docs/clusters.md.",
     )
 
@@ -221,10 +228,10 @@ class JupyterAir(ExtensionApp):
             server_url=getattr(serverapp, "custom_display_url", "") or None,
             root_dir=getattr(serverapp, "root_dir", None),
         )
-        kernel_env["JUPYTER_AIR_DATA_DIR"] = str(data_dir)
-        kernel_env["JUPYTER_AIR_LOG_RETENTION_DAYS"] = f"{self.log_retention_days:g}"
+        kernel_env[DATA_DIR.name] = str(data_dir)
+        kernel_env[LOG_RETENTION_DAYS.name] = f"{self.log_retention_days:g}"
         if self.cluster:
-            kernel_env["JUPYTER_AIR_CLUSTER"] = self.cluster
+            kernel_env[CLUSTER.name] = self.cluster
         self.kernel_env = KernelEnvironment(kernel_env)
         self.kernel_env.install_kernels(getattr(serverapp, "kernel_manager", None))
         # once the server's event loop runs: every extension is loaded (the terminals' too)

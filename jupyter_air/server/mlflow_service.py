@@ -25,6 +25,7 @@ from typing import Any
 
 from ..api.enums import MlflowMode, MlflowState, RunStatus
 from ..api.mlflow import Experiment, ExperimentRef, MlflowRunLinks, MlflowStatus, RunSummary
+from ..config import BASE_URL, MLFLOW_UI, ROOT_DIR, SERVER_URL
 from ..mlflow_server.records import mlflow_folder
 from ..tracking.links import redacted, run_links
 from ..tracking.naming import (
@@ -117,18 +118,18 @@ class MlflowService:
         folder a kernel finds the notebook's path as the server names it."""
         env = {
             "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
-            "JUPYTER_AIR_BASE_URL": self.base_url,
+            BASE_URL.name: self.base_url,
         }
         if root_dir:
-            env["JUPYTER_AIR_ROOT_DIR"] = root_dir
+            env[ROOT_DIR.name] = root_dir
         if self.tracking_uri:
             env["MLFLOW_TRACKING_URI"] = self.tracking_uri
         if self.process is not None and self.token:
             env["MLFLOW_TRACKING_TOKEN"] = self.token
         if self.ui:
-            env["JUPYTER_AIR_MLFLOW_UI"] = self.ui
+            env[MLFLOW_UI.name] = self.ui
         if server_url:
-            env["JUPYTER_AIR_SERVER_URL"] = server_url
+            env[SERVER_URL.name] = server_url
         return env
 
     # lifecycle -----------------------------------------------------------------------------

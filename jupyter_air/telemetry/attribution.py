@@ -2,7 +2,7 @@
 
 jupyter-air hands every process it starts its run through the environment: a ``.distributed()``
 rank gets ``MLFLOW_RUN_ID``, ``MLFLOW_EXPERIMENT_ID`` and torch's ``RANK``/``LOCAL_RANK``; a
-workload node gets those and ``NODE_RANK`` and ``JUPYTER_AIR_JOB_ID``, which its own children
+workload node gets those and ``NODE_RANK`` and ``config.JOB_ID``, which its own children
 (torchrun's ranks) inherit. A variable missing from the process itself is looked for in its
 ancestors, nearest first, up to the Jupyter kernel that started it (a kernel's own environment is
 the server's, not a run's: kernels are attributed to their notebook instead). Reading another user's
@@ -17,11 +17,12 @@ from collections.abc import Collection, Mapping
 
 import psutil
 
+from ..config import JOB_ID
 from .samples import RunOwner
 
 RUN_ENV = "MLFLOW_RUN_ID"
 EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_ID"
-JOB_ENV = "JUPYTER_AIR_JOB_ID"
+JOB_ENV = JOB_ID.name
 RANK_ENVS = {"rank": "RANK", "local_rank": "LOCAL_RANK", "node_rank": "NODE_RANK"}
 NAMES = (RUN_ENV, EXPERIMENT_ENV, JOB_ENV, *RANK_ENVS.values())
 MAX_ANCESTORS = 16

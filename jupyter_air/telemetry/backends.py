@@ -7,19 +7,18 @@ never at import or on the event loop.
 
 from __future__ import annotations
 
-import os
-
+from ..config import GPU_BACKEND, SIMULATED_FAULTS, SIMULATED_GPUS
 from .contract import GpuBackend, NoGpuBackend
 
-BACKEND_ENV = "JUPYTER_AIR_GPU_BACKEND"
-SIMULATED_GPUS_ENV = "JUPYTER_AIR_SIMULATED_GPUS"
-SIMULATED_FAULTS_ENV = "JUPYTER_AIR_SIMULATED_FAULTS"
+BACKEND_ENV = GPU_BACKEND.name
+SIMULATED_GPUS_ENV = SIMULATED_GPUS.name
+SIMULATED_FAULTS_ENV = SIMULATED_FAULTS.name
 BACKEND_CHOICES = ("auto", "nvml", "simulated", "none")
 
 
 def resolve_backend_kind(configured: str) -> str:
     """The backend asked for: the environment variable wins over configuration."""
-    kind = (os.environ.get(BACKEND_ENV) or configured or "auto").strip().lower()
+    kind = (GPU_BACKEND.text() or configured or "auto").strip().lower()
     if kind not in BACKEND_CHOICES:
         raise ValueError(
             f"Unknown GPU backend {kind!r} (from {BACKEND_ENV} or JupyterAir.gpu_backend): "
@@ -29,8 +28,8 @@ def resolve_backend_kind(configured: str) -> str:
 
 
 def resolve_simulated_gpus(configured: int) -> int:
-    raw = os.environ.get(SIMULATED_GPUS_ENV)
-    if raw is None or raw.strip() == "":
+    raw = SIMULATED_GPUS.text()
+    if raw is None:
         return configured
     try:
         count = int(raw)
@@ -51,7 +50,7 @@ def create_backend(kind: str = "auto", simulated_gpus: int = 4) -> GpuBackend:
         from .simulated import SimulatedBackend, parse_faults
 
         count = resolve_simulated_gpus(simulated_gpus)
-        faults = parse_faults(os.environ.get(SIMULATED_FAULTS_ENV, ""), count, SIMULATED_FAULTS_ENV)
+        faults = parse_faults(SIMULATED_FAULTS.text() or "", count, SIMULATED_FAULTS_ENV)
         return SimulatedBackend(count, faults=faults)
     if kind == "none":
         return NoGpuBackend("GPU monitoring is turned off (gpu_backend = 'none').")

@@ -3,7 +3,7 @@
 The process that runs training writes a small file into ``<data_dir>/gpu-holds/`` for as long
 as the training runs; the Jupyter server watches that folder and holds its poll loop awake while
 a file is there and its process is alive. A file left behind by a process that died is ignored
-and removed, so a crash cannot keep sampling awake forever. Without ``JUPYTER_AIR_DATA_DIR`` (a
+and removed, so a crash cannot keep sampling awake forever. Without ``DATA_DIR`` (config.py: a
 process not started under a Jupyter server running jupyter-air) holding does nothing.
 """
 
@@ -16,10 +16,10 @@ import time
 import uuid
 from pathlib import Path
 
+from ..config import DATA_DIR
 from ..pids import pid_alive
 from ..private import private_folder
 
-DATA_DIR_ENV = "JUPYTER_AIR_DATA_DIR"
 FOLDER = "gpu-holds"
 
 
@@ -36,7 +36,7 @@ class HoldFile:
 
     @classmethod
     def create(cls, reason: str, data_dir: str | os.PathLike[str] | None = None) -> HoldFile:
-        data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
+        data_dir = data_dir or DATA_DIR.text()
         if not data_dir:
             return cls(None, reason)
         folder = holds_folder(data_dir)

@@ -59,7 +59,7 @@ class RunOwner(Model):
     rank: Count | None = None  # RANK of a torch rank
     local_rank: Count | None = None
     node_rank: Count | None = None  # NODE_RANK of a workload node
-    job_id: Id | None = None  # JUPYTER_AIR_JOB_ID
+    job_id: Id | None = None  # config.JOB_ID
 
 
 class GpuProcess(Model):

@@ -27,7 +27,7 @@ class RunOwner(TypedDict):
     rank: int | None  # RANK of a torch rank
     local_rank: int | None
     node_rank: int | None  # NODE_RANK of a workload node
-    job_id: str | None  # JUPYTER_AIR_JOB_ID: the workload's job run
+    job_id: str | None  # config.JOB_ID: the workload's job run
 
 
 class GpuProcess(TypedDict):

@@ -1,10 +1,10 @@
 """A simulated GPU backend: plausible, changing readings for N GPUs.
 
-Only used when asked for by name (``gpu_backend = "simulated"`` or ``JUPYTER_AIR_GPU_BACKEND``),
+Only used when asked for by name (``gpu_backend = "simulated"`` or ``config.GPU_BACKEND``),
 for demos and UI tests on machines without GPUs; the panel labels it "simulated". The kernels the
 server knows about, and the processes they started (a ``.distributed()`` call's ranks), are shown
 as GPU processes so the process table and its run links can be seen working. Faults can be asked
-for (``JUPYTER_AIR_SIMULATED_FAULTS``, see ``parse_faults``) so the panel's health flags can be
+for (``config.SIMULATED_FAULTS``, see ``parse_faults``) so the panel's health flags can be
 seen, and tested, without a failing GPU.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import psutil
 
+from ..config import SIMULATED_FAULTS
 from .health import flags_of
 from .samples import Device, GpuHealth, GpuProcess, GpuReading, r1
 
@@ -31,9 +32,7 @@ FAULTS = ("xid", "ecc", "thermal", "hw_slowdown", "row_remap_failure")
 MAX_DESCENDANTS = 256  # processes started by kernels shown at most (per sample)
 
 
-def parse_faults(
-    text: str, count: int, source: str = "JUPYTER_AIR_SIMULATED_FAULTS"
-) -> dict[int, set[str]]:
+def parse_faults(text: str, count: int, source: str = SIMULATED_FAULTS.name) -> dict[int, set[str]]:
     """Faults from ``"1:xid,2:ecc"`` (GPU index, a colon, one of ``FAULTS``; several entries
     separated by commas, a GPU may be named more than once). ``""`` means none."""
     faults: dict[int, set[str]] = {}

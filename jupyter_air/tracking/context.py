@@ -14,15 +14,16 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..config import BASE_URL, MLFLOW_UI, NOTEBOOK_PATH, ROOT_DIR, SERVER_URL
 from .naming import current_user
 
-ENV_MLFLOW_UI = "JUPYTER_AIR_MLFLOW_UI"
-ENV_BASE_URL = "JUPYTER_AIR_BASE_URL"
-ENV_SERVER_URL = "JUPYTER_AIR_SERVER_URL"
-ENV_ROOT_DIR = "JUPYTER_AIR_ROOT_DIR"
+ENV_MLFLOW_UI = MLFLOW_UI.name
+ENV_BASE_URL = BASE_URL.name
+ENV_SERVER_URL = SERVER_URL.name
+ENV_ROOT_DIR = ROOT_DIR.name
 ENV_SESSION_NAME = "JPY_SESSION_NAME"
 # set in the kernel by the JupyterLab extension at load and on every rename (kernel-extension.ts)
-ENV_NOTEBOOK_PATH = "JUPYTER_AIR_NOTEBOOK_PATH"
+ENV_NOTEBOOK_PATH = NOTEBOOK_PATH.name
 
 _CONNECTION_FILE = re.compile(r"kernel-(?P<id>[^/\\]+)\.json$")
 
@@ -35,7 +36,7 @@ class KernelContext:
     kernel_id: str | None
     user: str
     tracking_uri: str | None  # MLFLOW_TRACKING_URI as the server gave it (not set_tracking_uri)
-    mlflow_ui: str | None  # JUPYTER_AIR_MLFLOW_UI: a path on the Jupyter server, or a URL
+    mlflow_ui: str | None  # config.MLFLOW_UI: a path on the Jupyter server, or a URL
     base_url: str | None  # set only by a Jupyter server running jupyter-air
     server_url: str | None  # the Jupyter server's public URL, when configured
 
@@ -62,7 +63,7 @@ def notebook_path(environ: Mapping[str, str] | None = None) -> str | None:
     """The notebook of this kernel, relative to the server's root folder.
 
     JupyterLab (with jupyter-air) tells the kernel its notebook's current path in
-    ``JUPYTER_AIR_NOTEBOOK_PATH``, also after a rename. Otherwise Jupyter's ``JPY_SESSION_NAME``,
+    ``config.NOTEBOOK_PATH``, also after a rename. Otherwise Jupyter's ``JPY_SESSION_NAME``,
     set when the kernel started: the notebook's absolute OS path (jupyter-server ≥ 2.11), or for
     consoles a name that is no file. Only notebooks count."""
     env = os.environ if environ is None else environ

@@ -63,7 +63,7 @@ def run_payload(
 
 
 def run_bundle(payload: dict[str, Any], *, server_url: str | None = None) -> dict[str, Any]:
-    """The MIME bundle for a run payload. ``server_url`` (``JUPYTER_AIR_SERVER_URL``) makes the
+    """The MIME bundle for a run payload. ``server_url`` (``config.SERVER_URL``) makes the
     HTML and text links absolute when the UI is a path on the Jupyter server."""
     ui = payload.get("ui")
     base = absolute_ui(ui, server_url) if _safe_base(ui) else None

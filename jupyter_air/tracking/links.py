@@ -1,7 +1,7 @@
 """Links to runs in the MLflow UI, and where that UI is for a given tracking URI.
 
 The UI's routes are hash routes of its single-page app, so a link is the UI's base followed by
-``#/experiments/...``. The base comes from ``JUPYTER_AIR_MLFLOW_UI`` (set by the server for the
+``#/experiments/...``. The base comes from ``config.MLFLOW_UI`` (set by the server for the
 tracking server it told the kernel about); a kernel that switched to another tracking server with
 ``mlflow.set_tracking_uri`` gets links to that server when it is a remote http(s) one, else none,
 with the reason.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import urllib.parse
 
+from ..config import MLFLOW_UI
 from .context import KernelContext
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -49,7 +50,7 @@ def mlflow_ui(tracking_uri: str | None, context: KernelContext) -> tuple[str | N
     if not context.under_jupyter_air:
         return None, (
             "this kernel was not started by a Jupyter server running jupyter-air "
-            "(JUPYTER_AIR_MLFLOW_UI is not set)"
+            f"({MLFLOW_UI} is not set)"
         )
     if not uri:
         return None, "MLflow is turned off on this Jupyter server (no tracking URI)"

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
+from ..config import DATA_DIR
 from .links import is_loopback_http, redacted
 
 DEFAULT_TIMEOUT_S = 180.0
@@ -71,7 +72,7 @@ def refused_message(url: str, status: int, credentials: str | None = None) -> st
     return (
         f"MLflow at {redacted(url)} refuses our credentials: HTTP {status} (we sent {sent}). "
         "Set MLFLOW_TRACKING_TOKEN to this server's token, or use the data folder of the "
-        "Jupyter server that runs it (JUPYTER_AIR_DATA_DIR, or its c.JupyterAir.data_dir): "
+        f"Jupyter server that runs it ({DATA_DIR}, or its c.JupyterAir.data_dir): "
         "`air` then reads the token there."
     )
 

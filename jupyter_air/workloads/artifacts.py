@@ -1,29 +1,24 @@
 """Log files attached to the attempt's MLflow run as ``logs/attempt_K/node_N.log``: every
-``JUPYTER_AIR_LOG_UPLOAD_INTERVAL_S`` seconds (30 by default) while the attempt runs, when the
+``config.LOG_UPLOAD_INTERVAL_S`` seconds (30 by default) while the attempt runs, when the
 file grew, and once more at the end. A periodic upload sends a copy that ends on a line boundary.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from ..config import LOG_UPLOAD_INTERVAL_S
 
-INTERVAL_ENV = "JUPYTER_AIR_LOG_UPLOAD_INTERVAL_S"
-DEFAULT_INTERVAL_S = 30.0
+log = logging.getLogger(__name__)
 
 
 def upload_interval() -> float:
-    try:
-        return max(1.0, float(os.environ.get(INTERVAL_ENV, DEFAULT_INTERVAL_S)))
-    except ValueError:
-        return DEFAULT_INTERVAL_S
+    return LOG_UPLOAD_INTERVAL_S.get()
 
 
 class LogUploader:

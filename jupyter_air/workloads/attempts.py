@@ -8,7 +8,6 @@ for room (``disk.DiskWatch``): an attempt's end is never dropped for want of spa
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import time
 import traceback
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..api.enums import run_status_of
 from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
+from ..config import ATTEMPT, SYSTEM_METRICS_INTERVAL_S
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB, TAG_REASON
 from .paths import log_path
 from .snapshot import (
@@ -112,7 +112,7 @@ class JobAttempts:
             **self.tracking.env(),
             **(run.env() if run is not None else {}),
             JOB_ENV: job.id,
-            "JUPYTER_AIR_ATTEMPT": str(attempt),
+            ATTEMPT.name: str(attempt),
             WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
         }
         argv = argv_for(spec["command"])
@@ -250,11 +250,10 @@ class JobAttempts:
         from ..tracking.system_metrics import TAG_SYSTEM_METRICS
 
         run = self.run
-        interval = os.environ.get("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S")
         metrics = Metrics(
             run_id=run.run_id,
             tracking_env=self.tracking.env(),
-            interval_s=float(interval) if interval else None,
+            interval_s=SYSTEM_METRICS_INTERVAL_S.number(),
         )
         try:
             group.start_metrics(metrics)

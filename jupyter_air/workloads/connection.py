@@ -1,12 +1,12 @@
 """Which MLflow tracking server a submission uses, and where its links point.
 
 In a kernel or a JupyterLab terminal, the jupyter-air server's environment says it all
-(``MLFLOW_TRACKING_URI``, ``MLFLOW_TRACKING_TOKEN``, ``JUPYTER_AIR_MLFLOW_UI``,
-``JUPYTER_AIR_BASE_URL``). From a shell, the running Jupyter servers are found from their runtime
+(``MLFLOW_TRACKING_URI``, ``MLFLOW_TRACKING_TOKEN``, ``config.MLFLOW_UI``,
+``config.BASE_URL``). From a shell, the running Jupyter servers are found from their runtime
 files (``jupyter server list``) and asked ``GET <server>air/api/mlflow`` for the tracking URI and
 UI; the token of a jupyter-air MLflow server is read from the data folder it belongs to (only
 this user can read it): this process's, or the one a running Jupyter server records in Jupyter's
-runtime folder (``jupyter-air-<pid>.json``) — the two may differ (``JUPYTER_AIR_DATA_DIR``). The
+runtime folder (``jupyter-air-<pid>.json``) — the two may differ (``config.DATA_DIR``). The
 token never travels over HTTP nor appears in a command line; when it cannot be read, ``air run``
 says at once which data folder to use. With no Jupyter server running, the data folder's
 embedded server is used — joined when it runs (a job keeps it up), started when ``air run``
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import BASE_URL, DATA_DIR, MLFLOW_UI, SERVER_URL
 from ..mlflow_server.records import Endpoint, Lease, ServerFiles, mlflow_folder
 from ..pids import pid_alive
 from ..tracking.links import is_loopback_http, run_links
@@ -101,13 +102,11 @@ def find_connection(
     runs, started when ``start_embedded`` (the connection then holds a lease on it: hand it to
     whatever keeps using it). Raises NoTrackingServer when ``require_tracking`` and there is
     none; else returns None then."""
-    from .paths import data_dir, served_data_dirs
+    from ..config import data_dir, served_data_dirs
 
     env_uri = os.environ.get("MLFLOW_TRACKING_URI") or None
     env_token = os.environ.get("MLFLOW_TRACKING_TOKEN") or None
-    env_ui = os.environ.get("JUPYTER_AIR_MLFLOW_UI") or None
-    env_base = os.environ.get("JUPYTER_AIR_BASE_URL") or None
-    env_server = os.environ.get("JUPYTER_AIR_SERVER_URL") or None
+    env_ui, env_base, env_server = MLFLOW_UI.text(), BASE_URL.text(), SERVER_URL.text()
     folder = data_dir(data)
     files = ServerFiles(mlflow_folder(folder))
     embedded = _running_embedded(files)
@@ -197,7 +196,7 @@ def server_token(uri: str | None, data: Path | None = None) -> tuple[str, Path] 
     """The token of the jupyter-air MLflow server answering at ``uri``, and its folder: read
     from its data folder (``data``, then those of the running jupyter-air servers), where only
     this user can read it. None when ``uri`` is no running jupyter-air server's."""
-    from .paths import served_data_dirs
+    from ..config import served_data_dirs
 
     if not uri:
         return None
@@ -215,9 +214,9 @@ def _other_data_folder(server_url: str, theirs: Path | None, ours: Path) -> str:
     """Why a Jupyter server's MLflow cannot be used from here, and what to do."""
     where = f"the data folder {theirs}" if theirs is not None else "another data folder"
     use = (
-        f"Run `air` with JUPYTER_AIR_DATA_DIR={theirs}"
+        f"Run `air` with {DATA_DIR}={theirs}"
         if theirs is not None
-        else "Run `air` with JUPYTER_AIR_DATA_DIR set to that server's c.JupyterAir.data_dir"
+        else f"Run `air` with {DATA_DIR} set to that server's c.JupyterAir.data_dir"
     )
     return (
         f"The Jupyter server at {server_url} records its runs in jupyter-air's MLflow server of "

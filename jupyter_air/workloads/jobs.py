@@ -23,12 +23,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import DATA_DIR, data_dir
 from ..pids import is_running
 from ..pids import process_start_time as start_time
 from ..private import private_folder
 from .capacity import GpuInventory, assign_gpus, gpu_inventory
 from .connection import Connection, find_connection
-from .paths import data_dir, job_dir, new_job_id
+from .paths import job_dir, new_job_id
 from .processes import kill_job_processes, spawn_detached
 from .retention import purge_logs
 from .store import (
@@ -54,7 +55,7 @@ START_GRACE_S = 60.0  # a job run whose supervisor has not started after this is
 
 
 def open_store(data: str | os.PathLike[str] | None = None) -> JobStore:
-    """The job store of jupyter-air's data folder (``JUPYTER_AIR_DATA_DIR`` or the default)."""
+    """The job store of jupyter-air's data folder (``config.DATA_DIR`` or the default)."""
     return JobStore.for_data_dir(data_dir(data))
 
 
@@ -297,7 +298,7 @@ def _supervisor_environment(
     if connection.token:
         env["MLFLOW_TRACKING_TOKEN"] = connection.token
     env["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-    env["JUPYTER_AIR_DATA_DIR"] = str(data)
+    env[DATA_DIR.name] = str(data)
     return env
 
 

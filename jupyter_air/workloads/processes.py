@@ -1,6 +1,6 @@
 """Processes of job runs: starting the detached supervisor, knowing a process is still the one we
 started (pid and creation time), and stopping every process of a job — its nodes' process
-groups, and anything that left them but still carries the job's ``JUPYTER_AIR_JOB_ID``.
+groups, and anything that left them but still carries the job's ``config.JOB_ID``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..config import JOB_ID
 from ..pids import is_running
 
-JOB_ENV = "JUPYTER_AIR_JOB_ID"
+JOB_ENV = JOB_ID.name
 
 
 def spawn_detached(

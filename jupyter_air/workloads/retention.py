@@ -4,23 +4,22 @@ ones stay in their MLflow runs as the artifact ``code/``). Job runs stay listed 
 and their MLflow runs, with the log artifacts uploaded to them, are kept.
 
 Runs at every submission (cheap: one indexed query) and is what the Jupyter server calls daily.
-``JUPYTER_AIR_LOG_RETENTION_DAYS`` changes the period (0 turns purging off).
+``config.LOG_RETENTION_DAYS`` changes the period (0 turns purging off).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
 
+from ..config import LOG_RETENTION_DAYS
 from .paths import job_dir
 from .snapshot import CODE_FOLDER
 from .store import JobStore
 
 DEFAULT_DAYS = 60.0
-RETENTION_ENV = "JUPYTER_AIR_LOG_RETENTION_DAYS"
 
 
 @dataclass
@@ -32,13 +31,7 @@ class PurgeReport:
 def retention_days(explicit: float | None = None) -> float:
     if explicit is not None:
         return float(explicit)
-    value = os.environ.get(RETENTION_ENV)
-    if value:
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    return DEFAULT_DAYS
+    return LOG_RETENTION_DAYS.get()
 
 
 def purge_logs(

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config import WORKING_DIR
+
 # the limits of a snapshot, and of the copy each attempt's run keeps as its artifact code/
 MAX_SNAPSHOT_BYTES = 256 << 20
 MAX_SNAPSHOT_FILES = 20_000
@@ -34,7 +36,7 @@ SNAPSHOT = "snapshot"
 LIVE = "live"
 CODE_FOLDER = "code"  # in the job's folder
 LINKS_FILE = "LINKS.txt"  # in the artifact code/: the snapshot's links, which are not uploaded
-WORKING_DIR_ENV = "JUPYTER_AIR_WORKING_DIR"  # each node's command: the working_dir submitted
+WORKING_DIR_ENV = WORKING_DIR.name  # each node's command: the working_dir submitted
 GIT_TIMEOUT_S = 30.0
 
 TAG_GIT_COMMIT = "mlflow.source.git.commit"

@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from ..config import ATTEMPT, JOB_ID
 from ..rendering import control_character
 from .yaml_source import Document, Problem, YamlSyntaxError, dotted, load
 
@@ -65,8 +66,8 @@ RESERVED_ENV = frozenset(
         "CUDA_VISIBLE_DEVICES",
         "NODE_RANK",
         "NNODES",
-        "JUPYTER_AIR_JOB_ID",
-        "JUPYTER_AIR_ATTEMPT",
+        JOB_ID.name,
+        ATTEMPT.name,
     }
 )
 
@@ -87,7 +88,7 @@ class Compute(BaseModel):
     """Nodes per attempt; the command runs once per node."""
     backend: Literal["local", "ray"] | None = None  # None: chosen by backends.choice
     """local (every node on this machine) or ray (each node on its own Ray node,
-    docs/clusters.md); when absent: c.JupyterAir.cluster / JUPYTER_AIR_CLUSTER, else ray if
+    docs/clusters.md); when absent: c.JupyterAir.cluster / config.CLUSTER, else ray if
     RAY_ADDRESS is set, else local."""
 
     @field_validator("accelerator_type", mode="before")

@@ -26,18 +26,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
+from ..config import KILL_GRACE_S, data_dir
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .attempts import TAG_ATTEMPTS, JobAttempts
 from .disk import DiskWatch, no_space
 from .heartbeat import Heartbeat
-from .paths import data_dir, job_dir
+from .paths import job_dir
 from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
-
-GRACE_ENV = "JUPYTER_AIR_KILL_GRACE_S"
-DEFAULT_GRACE_S = 10.0
 
 
 __all__ = [
@@ -52,10 +50,7 @@ __all__ = [
 
 
 def kill_grace_s() -> float:
-    try:
-        return max(0.0, float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S)))
-    except ValueError:
-        return DEFAULT_GRACE_S
+    return KILL_GRACE_S.get()
 
 
 class Supervisor:
