@@ -244,10 +244,10 @@ def record_server(runtime_dir: str | os.PathLike[str], data: Path) -> Path:
     """Say, in Jupyter's runtime folder, which data folder this server process uses."""
     folder = Path(runtime_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    from .files import write_json
+
     record = folder / f"jupyter-air-{os.getpid()}.json"
-    partial = record.with_suffix(".json.tmp")
-    partial.write_text(json.dumps({"pid": os.getpid(), "data_dir": str(data)}), encoding="utf-8")
-    partial.replace(record)
+    write_json(record, {"pid": os.getpid(), "data_dir": str(data)}, mode=0o644)
     return record
 
 

@@ -123,9 +123,9 @@ def _default_signals() -> None:
 
 
 def _write(path: Path, code: int) -> None:
-    partial = path.with_name(path.name + ".part")
-    partial.write_text(json.dumps({"code": code}))
-    partial.replace(path)
+    from ..files import write_json
+
+    write_json(path, {"code": code})
 
 
 def _stop_everything(child: subprocess.Popen[bytes]) -> None:

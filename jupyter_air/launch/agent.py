@@ -25,8 +25,9 @@ import uuid
 from typing import Any
 
 from ..config import NODE_IP
+from ..files import write_json
 from .processes import AGENT_PID_ENV, signal_name, watch_parent
-from .rundir import RunDir, record_stops, write_json
+from .rundir import RunDir, record_stops
 
 
 def main(argv: list[str]) -> int:

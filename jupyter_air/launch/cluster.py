@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
+from ..files import write_atomic
 from .devices import say_once
 from .driver import Launch, LaunchOptions
 from .errors import DeviceError, DistributedError
 from .kept_nodes import keep_seconds, kept_nodes
-from .rundir import record_stops, write_atomic
+from .rundir import record_stops
 
 if TYPE_CHECKING:
     from ..backends.ray_backend import RayBackend, RayGroup

@@ -25,13 +25,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..files import write_atomic, write_json
 from .devices import DevicePlan, plan_devices, say_once
 from .errors import DistributedTimeoutError, LauncherError, TorchNotInstalledError
 from .failures import collect_failures, rank_error
 from .output import RankOutput
 from .payload import build_payload, function_name
 from .processes import RankProcess, signal_group, signal_name
-from .rundir import RunDir, create_run_dir, record_stops, write_atomic, write_json
+from .rundir import RunDir, create_run_dir, record_stops
 
 if TYPE_CHECKING:
     from ..live_widget import LiveCall

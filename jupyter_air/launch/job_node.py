@@ -22,7 +22,8 @@ import time
 from typing import Any
 
 from ..config import ATTEMPT, JOB_ID
-from .rundir import RunDir, write_json
+from ..files import write_json
+from .rundir import RunDir
 
 CALL_FILE = "call.json"
 POLL_S = 0.05

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DATA_DIR
+from ..files import write_json
 
 KEEP_FAILED_S = 7 * 24 * 3600  # run folders of failed calls are removed after a week
 
@@ -88,17 +89,6 @@ class RunDir:
 
     def __str__(self) -> str:
         return str(self.path)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write a file that a reader never sees half-written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
-def write_json(path: Path, value: Any) -> None:
-    write_atomic(path, json.dumps(value).encode())
 
 
 STOPPERS = ("driver", "agent")  # the processes that stop ranks, each with its own record

@@ -21,11 +21,12 @@ from typing import Any
 
 import cloudpickle
 
+from ..files import write_atomic, write_json
 from .errors import ExperimentChangedError
 from .mlflow_guard import MlflowGuard
 from .payload import PayloadLoadError, load_call, read_payload, restore_context
 from .processes import AGENT_PID_ENV, die_with_parent
-from .rundir import RunDir, write_atomic, write_json
+from .rundir import RunDir
 
 
 def main(argv: list[str]) -> int:

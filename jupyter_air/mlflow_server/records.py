@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api.enums import MlflowState
+from ..files import write_json
 from ..pids import is_running, process_start_time
 from ..private import narrow_entries, private_folder
 
@@ -261,9 +262,5 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: dict[str, Any], *, private: bool) -> None:
-    """Write atomically (readers never see half a file); ``private``: mode 0600."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        json.dump(data, file)
-    partial.replace(path)
+    """``files.write_json``; ``private``: mode 0600, else 0644."""
+    write_json(path, data, mode=0o600 if private else 0o644)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..files import write_json
 from .models import NODE_PATTERN
 
 FILE = "agent-tokens.json"
@@ -93,11 +94,7 @@ def _locked(path: Path) -> Iterator[dict[str, dict[str, object]]]:
             fcntl.flock(lock, fcntl.LOCK_EX)
         entries = _read(path)
         yield entries
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"nodes": entries}, out, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        write_json(path, {"nodes": entries}, indent=1, sort_keys=True)
     finally:
         os.close(lock)  # releases the lock
 

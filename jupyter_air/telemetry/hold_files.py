@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from ..config import DATA_DIR
+from ..files import write_json
 from ..pids import pid_alive
 from ..private import private_folder
 
@@ -43,9 +44,7 @@ class HoldFile:
         try:
             private_folder(folder)
             path = folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pid": os.getpid(), "reason": reason, "t": time.time()}))
-            tmp.replace(path)  # the watcher never sees a half-written file
+            write_json(path, {"pid": os.getpid(), "reason": reason, "t": time.time()})
         except OSError:  # a read-only data folder must not stop training
             return cls(None, reason)
         return cls(path, reason)

@@ -1,0 +1,35 @@
+"""Files that a reader never sees half-written, in one place: written under a temporary name in
+the same folder (the same filesystem), flushed, then renamed over the old one, which is atomic.
+
+Records of processes (MLflow's endpoint and status, leases, a server's data folder), the GPU
+holds, agent tokens, a keeper's exit status and a ``@distributed`` call's run folder (payload,
+results, pids) are all written this way: a reader gets the old file or the new one, never a
+part. A crash leaves at most a ``.NAME.PID.tmp`` file beside it, never a broken record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int = 0o600) -> None:
+    """Replace ``path`` by ``data`` at once; a new file gets ``mode`` (0600: only its owner
+    reads it)."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data.encode() if isinstance(data, str) else data)
+        partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike[str], value: Any, *, mode: int = 0o600, **dump: Any) -> None:
+    """``write_atomic`` of ``value`` as JSON (``dump``: ``json.dumps`` options)."""
+    write_atomic(path, json.dumps(value, **dump), mode=mode)
