@@ -122,14 +122,15 @@ def stop_groups(
     grace_s: float = 10.0,
     processes: Iterable[subprocess.Popen[bytes]] = (),
 ) -> list[int]:
-    """SIGTERM to every group, SIGKILL to those with a process left after ``grace_s``, then wait
-    (a few seconds) until they are gone. ``processes``: the ``Popen`` of the group leaders this
-    process started, reaped meanwhile. Returns the groups still alive at the end (a process stuck
-    in the kernel, e.g. on a hung device)."""
+    """SIGTERM to every group, SIGKILL to those with a process left after ``grace_s`` (at once,
+    without SIGTERM, when it is 0), then wait (a few seconds) until they are gone. ``processes``:
+    the ``Popen`` of the group leaders this process started, reaped meanwhile. Returns the groups
+    still alive at the end (a process stuck in the kernel, e.g. on a hung device)."""
     groups = [g for g in pgids if g]
     reap = list(processes)
-    for pgid in groups:
-        signal_group(pgid, signal.SIGTERM)
+    if grace_s > 0:
+        for pgid in groups:
+            signal_group(pgid, signal.SIGTERM)
     remaining = list(groups)
     deadline = time.monotonic() + grace_s
     while remaining and time.monotonic() < deadline:
@@ -156,6 +157,47 @@ def stop_group(
 ) -> bool:
     """``stop_groups`` for one group; True when it is gone."""
     return not stop_groups([pgid], grace_s, [process] if process is not None else [])
+
+
+def kill_group(pgid: int) -> bool:
+    """SIGKILL to what is left in group ``pgid`` after its leader ended (a child it left running
+    holds the pipes open); False when nothing was."""
+    return signal_group(pgid, signal.SIGKILL)
+
+
+def stop_processes(
+    pids: Iterable[int], grace_s: float = 10.0, started: dict[int, float | None] | None = None
+) -> list[int]:
+    """SIGTERM to each process, SIGKILL to those still there after ``grace_s`` (at once, without
+    SIGTERM, when it is 0), then wait (a few seconds) until they are gone. ``started``: a pid's
+    creation time, so that a process that got the pid of one that ended meanwhile is never
+    signalled. Returns those still alive."""
+    known = started or {}
+    targets = [p for p in pids if p]
+
+    def left() -> list[int]:
+        return [p for p in targets if is_running(p, known.get(p))]
+
+    def send(sig: int) -> None:
+        for pid in left():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    if grace_s > 0:
+        send(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    send(signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left()
+
+
+def stop_process(pid: int | None, started: float | None = None, grace_s: float = 10.0) -> bool:
+    """``stop_processes`` for one process (created at ``started``); True when it is gone."""
+    return not pid or not stop_processes([pid], grace_s, {pid: started})
 
 
 def signal_name(code: int) -> str:

@@ -10,8 +10,8 @@ stderr are captured line by line into the node's log file; its system metrics ar
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..pids import process_start_time, signal_group, stop_groups
+from ..pids import kill_group, process_start_time, stop_groups
 from .base import GroupLaunch, Metrics, NodeInfo, NodeLaunch, NodeState, node_environment
 
 if TYPE_CHECKING:
@@ -92,11 +92,8 @@ def stop_nodes(nodes: list[NodeProcess], grace_s: float) -> None:
     """SIGTERM to each node's process group, SIGKILL after ``grace_s``; reaped."""
     stop_groups([n.pid for n in nodes], grace_s, [n.process for n in nodes])
     for n in nodes:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             n.process.wait(timeout=max(1.0, grace_s))
-        except subprocess.TimeoutExpired:
-            os.kill(n.pid, signal.SIGKILL)
-            n.process.wait()
 
 
 def node_state(node: int, code: int | None) -> NodeState:
@@ -229,7 +226,7 @@ class LocalGroup:
         if running:
             stop_nodes(running, grace_s)
         for handle in self.processes:  # what is left in a node's process group after its end
-            signal_group(handle.pid, signal.SIGKILL)
+            kill_group(handle.pid)
 
     def leftovers(self, grace_s: float) -> list[str]:
         from ..workloads.processes import kill_job_processes

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import tempfile
 from collections.abc import Mapping
@@ -194,14 +193,14 @@ class NodeRunner:
     def stop(self, grace_s: float) -> None:
         """SIGTERM to the command's process group, SIGKILL after ``grace_s``; reaped. Then, as on
         the local backend, SIGKILL to what the command left in its group after its end."""
-        from ..pids import signal_group
+        from ..pids import kill_group
         from .local import stop_nodes
 
         if self.handle is not None:
             if self.handle.poll() is None:
                 stop_nodes([self.handle], grace_s)
             if self.handle.poll() is not None:  # how it ended is known: what is left of its
-                signal_group(self.handle.pid, signal.SIGKILL)  # group goes, and its pipes close
+                kill_group(self.handle.pid)  # what is left of its group goes, its pipes close
         self.finish_capture()
 
     def leftovers(self, grace_s: float) -> list[int]:

@@ -12,16 +12,14 @@ would notice within a second anyway; this makes a clean stop immediate).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from ..pids import group_alive, is_running, process_start_time
+from ..pids import group_alive, process_start_time, stop_group, stop_process
 from ..private import open_private
 from .records import (
     Endpoint,
@@ -90,11 +88,7 @@ def stop_leftover(files: ServerFiles) -> bool:
     pid = status.get("mlflow_pid")
     if not isinstance(pid, int) or not group_alive(pid) or not _runs_store(pid, files.store):
         return False
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while group_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    stop_group(pid, grace_s=0.0)
     return True
 
 
@@ -120,16 +114,8 @@ def leave(folder: str | os.PathLike[str], lease: Lease, *, timeout_s: float = 20
             return False
         # from here on, a process that wants the server starts a new guard
         files.write_endpoint(EndpointRecord(record.port, record.token))
-    if record.guard_alive() and record.guard_pid is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(record.guard_pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while is_running(record.guard_pid, record.guard_started):
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(record.guard_pid, signal.SIGKILL)
-                break
-            time.sleep(0.05)
+    if record.guard_alive():
+        stop_process(record.guard_pid, record.guard_started, timeout_s)
     stop_leftover(files)
     return True
 

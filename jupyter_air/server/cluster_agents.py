@@ -8,11 +8,11 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from ..pids import stop_group
 from ..private import open_private, private_folder
 
 log = logging.getLogger("jupyter_air")
@@ -64,9 +64,4 @@ class ClusterAgents:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
-        try:
-            process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+        stop_group(process.pid, grace_s, process)

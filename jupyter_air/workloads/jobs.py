@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import DATA_DIR, data_dir
-from ..pids import is_running
+from ..pids import is_running, stop_process
 from ..pids import process_start_time as start_time
 from ..private import private_folder
 from .capacity import GpuInventory, assign_gpus, gpu_inventory
@@ -417,8 +417,7 @@ def _cancel_if_overdue(store: JobStore, job: JobRun) -> JobRun:
 def _stop_cancelled(store: JobStore, job: JobRun) -> JobRun:
     """Make sure nothing of a cancelled job run is left, ending it ourselves if need be."""
     if supervisor_alive(job):  # it did not stop in time: stop it and end the job ourselves
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(job.supervisor_pid or 0, signal.SIGKILL)
+        stop_process(job.supervisor_pid, job.supervisor_started, grace_s=0.0)
     kill_job_processes(job.id, grace_s=2.0)
     job = store.get_job(job.id)
     if job.status not in TERMINAL:

@@ -5,18 +5,14 @@ groups, and anything that left them but still carries the job's ``config.JOB_ID`
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..config import JOB_ID
-from ..pids import is_running
 
 JOB_ENV = JOB_ID.name
 
@@ -67,17 +63,10 @@ def job_processes(job_id: str, variable: str = JOB_ENV) -> list[int]:
 
 def kill_job_processes(job_id: str, grace_s: float = 5.0, variable: str = JOB_ENV) -> list[int]:
     """Stop whatever still runs for job ``job_id``: SIGTERM, then SIGKILL. Returns the pids."""
+    from ..pids import process_start_time, stop_processes
+
     pids = job_processes(job_id, variable)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(is_running(p) for p in pids):
-        time.sleep(0.1)
-    for pid in pids:
-        if is_running(pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    stop_processes(pids, grace_s, {pid: process_start_time(pid) for pid in pids})
     return pids
 
 
