@@ -221,12 +221,23 @@ describe('the Logs tab', () => {
     );
     expect(panel.querySelector('img')).toBeNull();
 
+    // MLflow draws its tabs again: the Logs tab is put back, still showing the logs
+    tab.remove();
+    page!.sync();
+    const again = document.querySelector<HTMLButtonElement>(
+      '[data-jupyter-air="logs-tab"]'
+    )!;
+    expect(again).not.toBe(tab);
+    expect(again.getAttribute('data-state')).toBe('active');
+    expect(panel.hidden).toBe(false);
+    expect(content.style.display).toBe('none');
+
     // one of MLflow's tabs gives the page back
     tabs[0].dispatchEvent(new MouseEvent('click', { bubbles: true }));
     expect(panel.hidden).toBe(true);
     expect(content.style.display).toBe('');
     expect(tabs[0].getAttribute('data-state')).toBe('active');
-    expect(tab.getAttribute('data-state')).toBe('inactive');
+    expect(again.getAttribute('data-state')).toBe('inactive');
   });
 
   it('filters by node, level and text, and downloads what matches', async () => {

@@ -111,8 +111,10 @@ export class RunPageLogs {
     if (run.tab !== null && run.tab.attached) {
       return;
     }
+    let wasActive = false;
     if (run.tab !== null) {
-      // MLflow drew its page again: put the tab back
+      // MLflow drew its page again: put the tab back (showing the logs if it did)
+      wasActive = run.tab.active;
       run.tab.dispose();
       run.tab = null;
     }
@@ -130,6 +132,9 @@ export class RunPageLogs {
       );
       tab.attach();
       run.tab = tab;
+      if (wasActive) {
+        tab.show();
+      }
       return;
     }
     const waited = performance.now() - run.answeredAt;

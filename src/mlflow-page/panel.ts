@@ -160,6 +160,7 @@ export class LogsPanel {
   reload(): void {
     this._stopFollowing();
     const gen = ++this._gen;
+    this._page = null;
     this._window.clear();
     this._renderAll();
     this._setStatus('Loading…');
