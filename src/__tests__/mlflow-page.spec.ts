@@ -418,6 +418,31 @@ describe('following', () => {
     panel.dispose();
   });
 
+  it('keeps the colours of a line and marks what the search matches', async () => {
+    const server = new FakeLogsServer(0);
+    server.write(['\x1b[32mgreen\x1b[0m and plain']);
+    const panel = new LogsPanel({
+      client: fakeClient(server),
+      runId: RUN,
+      first: await server.fetchLogs('', defaultFilters(), {
+        tail: true,
+        limit: 1
+      })
+    });
+    panel.show();
+    panel.setFilters({ q: 'PLAIN' });
+    await panel.loading;
+    const text = panel.node.querySelector('.jp-air-mlf-logs-text')!;
+    expect(text.textContent).toBe('green and plain');
+    const green = text.querySelector<HTMLElement>('.jp-air-ansi-fg')!;
+    expect(green.textContent).toBe('green');
+    expect(green.style.getPropertyValue('--jp-air-ansi-fg')).toBe(
+      'var(--jp-air-ansi-2)'
+    );
+    expect(text.querySelector('mark')!.textContent).toBe('plain');
+    panel.dispose();
+  });
+
   it('copies the lines that match', async () => {
     const server = new FakeLogsServer(2);
     const copied: string[] = [];
