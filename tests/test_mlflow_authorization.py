@@ -26,6 +26,7 @@ def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
         ("air", "api", "runs"),
         ("air", "api", "experiments"),
         ("air", "api", "mlflow"),
+        ("air", "static", "mlflow-page.js"),
     ],
 )
 async def test_denied_users_get_403(jp_fetch, parts):

@@ -57,6 +57,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "the MLflow UI (and the API it calls), proxied", None,
     ),
     Endpoint(
+        "GET", "air/static/mlflow-page.js", MLFLOW,
+        "the script the proxy adds to MLflow's pages (a job-backed run page's Logs tab)", None,
+    ),
+    Endpoint(
         "GET", "air/api/runs", RUNS,
         "the runs of a notebook's experiment, or of an experiment", mlflow.RunsPayload,
     ),

@@ -1,8 +1,8 @@
 """REST handlers for MLflow (status, runs, experiments) and the proxy that serves its UI at
 ``<base_url>air/mlflow/`` behind Jupyter's login.
 
-Resources for the authorizer: ``air-mlflow`` (status and UI), ``air-runs`` (runs and
-experiments).
+Resources for the authorizer: ``air-mlflow`` (status, UI and the script of ours it gets),
+``air-runs`` (runs and experiments).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from ..api.mlflow import (
     RunPayload,
     RunsPayload,
 )
+from .mlflow_page import SCRIPT_PATH, MlflowPageScriptHandler, script_tag
 from .mlflow_queries import NOT_FOUND, MlflowError, MlflowUnreachable
 from .mlflow_service import RUN_STATUSES, MlflowService
-from .mlflow_xsrf import add_xsrf_script
+from .mlflow_xsrf import page_rewriter
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +201,8 @@ class MlflowProxyHandler(ProxyHandler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.proxy_base = "air/mlflow"
-        self.rewrite_response = (sandbox_artifacts, add_xsrf_script)
+        # MLflow's pages get the XSRF script, then ours (the run page's Logs tab, mlflow_page.py)
+        self.rewrite_response = (sandbox_artifacts, page_rewriter(script_tag(self.base_url)))
 
     def check_xsrf_cookie(self) -> None:
         """jupyter-server-proxy leaves XSRF to the proxied app; here every POST, PUT, PATCH and
@@ -346,4 +348,5 @@ def mlflow_handlers() -> list[tuple[str, type]]:
         (r"/air/api/experiments", ExperimentsHandler),
         (r"/air/mlflow", MlflowAddSlashHandler),
         (r"/air/mlflow/(.*)", MlflowProxyHandler),
+        (rf"/{SCRIPT_PATH}", MlflowPageScriptHandler),
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 # plain ES5: it runs before MLflow's own scripts, in whatever browser shows the tab
@@ -57,26 +58,35 @@ SCRIPT = """<script data-jupyter-air="xsrf">(function () {
 _HEAD = re.compile(rb"<head(?:\s[^>]*)?>", re.IGNORECASE)
 
 
-def add_xsrf_script(response: Any, path: str) -> None:
-    """A ``rewrite_response`` of the proxy: put ``SCRIPT`` first in the ``<head>`` of an MLflow
-    HTML page (decompressing it if MLflow compressed it)."""
-    if "artifact" in path or not response.body:
-        return
-    if "text/html" not in response.headers.get("Content-Type", ""):
-        return
-    body = _decoded(response.body, response.headers.get("Content-Encoding", ""))
-    if body is None:
-        return
-    head = _HEAD.search(body)
-    if head is None:
-        return
-    response.body = body[: head.end()] + SCRIPT.encode() + body[head.end() :]
-    # the page is not MLflow's file any more: no validators of that file, and no caching (a
-    # cached page would outlive a change of the script)
-    for name in ("Content-Encoding", "ETag", "Last-Modified"):
-        if name in response.headers:
-            del response.headers[name]
-    response.headers["Cache-Control"] = "no-store"
+def page_rewriter(extra: str = "") -> Callable[[Any, str], None]:
+    """A ``rewrite_response`` of the proxy that puts ``SCRIPT``, then ``extra`` (more tags of
+    ours), first in the ``<head>`` of an MLflow HTML page (decompressing it if MLflow compressed
+    it); artifacts and anything not HTML are left as they are."""
+    tags = (SCRIPT + extra).encode()
+
+    def add_page_scripts(response: Any, path: str) -> None:
+        if "artifact" in path or not response.body:
+            return
+        if "text/html" not in response.headers.get("Content-Type", ""):
+            return
+        body = _decoded(response.body, response.headers.get("Content-Encoding", ""))
+        if body is None:
+            return
+        head = _HEAD.search(body)
+        if head is None:
+            return
+        response.body = body[: head.end()] + tags + body[head.end() :]
+        # the page is not MLflow's file any more: no validators of that file, and no caching (a
+        # cached page would outlive a change of the script)
+        for name in ("Content-Encoding", "ETag", "Last-Modified"):
+            if name in response.headers:
+                del response.headers[name]
+        response.headers["Cache-Control"] = "no-store"
+
+    return add_page_scripts
+
+
+add_xsrf_script = page_rewriter()
 
 
 def _decoded(body: bytes, encoding: str) -> bytes | None:

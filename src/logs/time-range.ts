@@ -5,7 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h } from '../common/dom';
-import { ILogFilters } from './api';
+import { ILogFilters } from './query';
 
 /** `datetime-local` input value → unix seconds (local time), `null` when empty or invalid. */
 export function inputToSeconds(value: string): number | null {
