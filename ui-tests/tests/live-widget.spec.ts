@@ -2,7 +2,8 @@
  * The live widget of a running `.distributed()` call (jupyter_air/live_widget.py) in a real
  * notebook: 2 CPU ranks (gloo) where rank 0 logs `train_loss` by step. While the call runs the
  * cell shows a status line whose step count rises and a chart with points; the run card is what
- * remains once it ended. Cancel stops a second call (no rank process left), and meanwhile the GPU
+ * remains once it ended (the training runs until the test has seen all that: it stops when the
+ * test writes a file). Cancel stops a second call (no rank process left), and meanwhile the GPU
  * panel (simulated GPUs) shows the ranks' processes linked to the call's MLflow run.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
@@ -15,7 +16,8 @@ from jupyter_air import distributed
 PIDS = os.getcwd()  # the notebook's folder: the test reads the ranks' pids from there
 
 @distributed(gpus=2)
-def train(steps, pause):
+def train(steps, pause, until=None):
+    # until: a file whose appearance ends the training (both ranks see it at the same step)
     import os, time
     import torch
     import torch.distributed as dist
@@ -26,8 +28,10 @@ def train(steps, pause):
     if rank == 0:
         import mlflow
     for step in range(steps):
-        t = torch.ones(1)
-        dist.all_reduce(t)
+        stop = torch.tensor([float(bool(until) and os.path.exists(os.path.join(PIDS, until)))])
+        dist.all_reduce(stop)
+        if stop.item() > 0:
+            break
         if rank == 0:
             mlflow.log_metric("train_loss", 1.0 / (step + 1), step=step)
         time.sleep(pause)
@@ -75,7 +79,7 @@ test.describe('Live widget', () => {
   }) => {
     await openNewNotebook(page, `${tmpPath}/live.ipynb`, [
       SETUP,
-      'results = train.distributed(14, 1.2)\nprint("results", results)'
+      'results = train.distributed(600, 0.5, "live-enough")\nprint("results", results)'
     ]);
     await page.notebook.runCell(0, true);
     await startCell(page, 1);
@@ -100,6 +104,8 @@ test.describe('Live widget', () => {
     await expect(page.locator('.js-plotly-plot .legendtext')).toHaveCount(0); // one trace: no legend
     await expect(page.locator(`${LIVE} .jp-air-live-cancel`)).toBeVisible();
 
+    // the training goes on until the test has seen it run, however slow the machine is
+    await page.contents.uploadContent('', 'text', `${tmpPath}/live-enough`);
     await ended(page);
     const card = page.locator('.jp-air-run');
     await expect(card).toHaveCount(1);
