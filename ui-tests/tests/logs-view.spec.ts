@@ -6,6 +6,8 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 
 import { HOSTILE, execute, failOnDialog } from './helpers';
 import {
@@ -22,15 +24,23 @@ test('follows a running job; scrolling up pauses, Resume follows again', async (
   baseURL
 }) => {
   failOnDialog(page);
-  // 80 lines at once, then one every 0.25 s for ~15 s
+  // 80 lines at once, then one every 0.25 s until the test has seen what it looks for (it
+  // writes the file `stop`), however slow the machine is
+  const stop = path.join(
+    fs.mkdtempSync(path.join(os.tmpdir(), 'air-ui-')),
+    'stop'
+  );
   const script = [
     'import os, sys, time',
     "n = os.environ['NODE_RANK']",
     'for i in range(80):',
     "    print(f'node {n} warmup {i}', flush=True)",
-    'for i in range(60):',
+    'for i in range(2400):',
+    `    if os.path.exists(${JSON.stringify(stop)}):`,
+    '        break',
     "    print(f'node {n} tick {i}', flush=True)",
     '    time.sleep(0.25)',
+    "print(f'node {n} done', flush=True)",
     ''
   ].join('\n');
   const job = await submitWorkload(request, baseURL!, {
@@ -85,6 +95,7 @@ test('follows a running job; scrolling up pauses, Resume follows again', async (
   await expect(logs).toHaveAttribute('data-paused', 'false');
 
   // the job ends: following stops, the status says so
+  fs.writeFileSync(stop, '');
   await waitForStatus(request, baseURL!, job.id, /SUCCEEDED/, 60_000);
   await expect(logs.locator('.jp-air-logs-summary')).toContainText(
     'job succeeded',
@@ -93,7 +104,7 @@ test('follows a running job; scrolling up pauses, Resume follows again', async (
     }
   );
   await expect(logs.locator('.jp-air-logs-follow')).toBeHidden();
-  await expect(rows.last()).toContainText('node 0 tick 59');
+  await expect(rows.filter({ hasText: 'node 0 done' })).toHaveCount(1);
 });
 
 test('search, level and node filters, and the download of what matches', async ({
