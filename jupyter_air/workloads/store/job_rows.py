@@ -1,0 +1,203 @@
+"""The job store's job runs: create, read, list, count, update, end, cancel, delete."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from ..paths import check_job_id
+from .attempt_rows import AttemptRows
+from .filters import JobFilter, _job_filter
+from .records import (
+    _JOB_JSON,
+    PENDING,
+    RUNNING,
+    TERMINAL,
+    AlreadySubmitted,
+    JobNotFound,
+    JobRun,
+    _job,
+)
+
+MAX_WARNINGS = 50
+
+
+class JobRows(AttemptRows):
+    """Job runs (with their attempts)."""
+
+    # jobs ----------------------------------------------------------------------------------
+    def create_job(self, **fields: Any) -> JobRun:
+        """Insert a job run (status PENDING). ``fields``: the columns of ``jobs``. Raises
+        AlreadySubmitted when its ``idempotency_key`` is another job run's."""
+        job_id = check_job_id(fields["id"])
+        row = {"status": PENDING, "submitted_at": time.time(), **fields}
+        for name in _JOB_JSON:
+            if name in row and not isinstance(row[name], str):
+                row[name] = json.dumps(row[name])
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        try:
+            with self._write() as conn:
+                conn.execute(f"INSERT INTO jobs ({columns}) VALUES ({marks})", row)
+        except sqlite3.IntegrityError:
+            existing = self.job_by_idempotency_key(fields.get("idempotency_key"))
+            if existing is None or existing.id == job_id:
+                raise
+            raise AlreadySubmitted(existing) from None
+        return self.get_job(job_id)
+
+    def job_by_idempotency_key(self, key: str | None) -> JobRun | None:
+        if not key:
+            return None
+        with self._connect() as conn:
+            row = conn.execute("SELECT id FROM jobs WHERE idempotency_key = ?", (key,)).fetchone()
+        return self.get_job(row["id"]) if row else None
+
+    def get_job(self, job_id: str, *, with_attempts: bool = True) -> JobRun:
+        check_job_id(job_id)
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobNotFound(job_id)
+            job = _job(row)
+            if with_attempts:
+                job.attempts = self._attempts(conn, [job_id]).get(job_id, [])
+        return job
+
+    def resolve_id(self, text: str) -> str:
+        """A job id from what a person typed: the id, or a unique prefix of it (≥ 4 digits)."""
+        text = (text or "").strip().lower()
+        if len(text) == 12:
+            check_job_id(text)
+            with self._connect() as conn:
+                if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (text,)).fetchone():
+                    return text
+            raise JobNotFound(text)
+        if len(text) < 4 or not all(c in "0123456789abcdef" for c in text):
+            raise JobNotFound(text, f"{text!r} is not a job run id (12 hexadecimal digits)")
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT id FROM jobs WHERE id >= ? AND id < ? LIMIT 2", (text, text + "g")
+            ).fetchall()
+        if not rows:
+            raise JobNotFound(text)
+        if len(rows) > 1:
+            raise JobNotFound(text, f"{text!r} matches several job runs: give more digits")
+        return rows[0]["id"]
+
+    def list_jobs(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        experiment: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        with_attempts: bool = True,
+        **more: Any,
+    ) -> list[JobRun]:
+        """Job runs, newest first; ``status``: one or several statuses; ``more``: the
+        filters of ``JobFilter`` (experiment glob, user, compute)."""
+        where, args = _job_filter(status, experiment, JobFilter(**more))
+        sql = "SELECT * FROM jobs" + where + " ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?"
+        args.extend([max(0, int(limit)), max(0, int(offset))])
+        with self._connect() as conn:
+            jobs = [_job(row) for row in conn.execute(sql, args)]
+            if with_attempts and jobs:
+                attempts = self._attempts(conn, [j.id for j in jobs])
+                for job in jobs:
+                    job.attempts = attempts.get(job.id, [])
+        return jobs
+
+    def count_jobs(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        experiment: str | None = None,
+        **more: Any,
+    ) -> int:
+        where, args = _job_filter(status, experiment, JobFilter(**more))
+        sql = "SELECT COUNT(*) FROM jobs" + where
+        with self._connect() as conn:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+    def update_job(self, job_id: str, **fields: Any) -> None:
+        if not fields:
+            return
+        for name in _JOB_JSON:
+            if name in fields and not isinstance(fields[name], str):
+                fields[name] = json.dumps(fields[name])
+        sets = ", ".join(f"{name} = :{name}" for name in fields)
+        with self._write() as conn:
+            conn.execute(f"UPDATE jobs SET {sets} WHERE id = :_id", {**fields, "_id": job_id})
+
+    def set_supervisor(self, job_id: str, pid: int, started: float | None) -> None:
+        self.update_job(job_id, supervisor_pid=pid, supervisor_started=started)
+
+    def mark_running(self, job_id: str) -> bool:
+        """PENDING → RUNNING; False when the job is no longer pending (cancelled meanwhile)."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET status = ?, started_at = ? WHERE id = ? AND status = ?",
+                (RUNNING, time.time(), job_id, PENDING),
+            )
+            return cursor.rowcount == 1
+
+    def finish_job(self, job_id: str, status: str, reason: str | None) -> bool:
+        """End a job run (once: False when it had already ended)."""
+        if status not in TERMINAL:
+            raise ValueError(f"a job run ends {sorted(TERMINAL)}, not {status!r}")
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE jobs SET status = ?, reason = ?, ended_at = ? WHERE id = ? "
+                f"AND status NOT IN ({', '.join('?' * len(TERMINAL))})",
+                (status, reason, time.time(), job_id, *sorted(TERMINAL)),
+            )
+            return cursor.rowcount == 1
+
+    def add_warning(self, job_id: str, message: str) -> None:
+        """Record something that went wrong around the job run (shown with it); the same
+        message twice in a row is kept once, and only the last MAX_WARNINGS are kept."""
+        with self._write() as conn:
+            row = conn.execute("SELECT warnings FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return
+            warnings = json.loads(row[0] or "[]")
+            if warnings and warnings[-1].get("message") == message:
+                return
+            warnings = [*warnings, {"t": time.time(), "message": message}][-MAX_WARNINGS:]
+            conn.execute(
+                "UPDATE jobs SET warnings = ? WHERE id = ?", (json.dumps(warnings), job_id)
+            )
+
+    def jobs_with_open_runs(self, limit: int = 100) -> list[str]:
+        """Ended job runs whose MLflow runs were not all seen ended yet, oldest first."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND runs_closed_at IS NULL "
+                "ORDER BY ended_at LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [row["id"] for row in rows]
+
+    def request_cancel(self, job_id: str) -> JobRun:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE jobs SET cancel_requested = COALESCE(cancel_requested, ?) WHERE id = ?",
+                (time.time(), job_id),
+            )
+        return self.get_job(job_id)
+
+    def cancel_requested(self, job_id: str) -> bool:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)
+            ).fetchone()
+        return bool(row and row[0])
+
+    def delete_job(self, job_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM nodes WHERE job_id = ?", (job_id,))
+            conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
