@@ -1,7 +1,7 @@
 """Scheduled workloads: a workload YAML fired on a cron schedule, each firing an ordinary job run
 (the same ``jobs.submit`` as ``air run``) tagged with the schedule's id and name.
 
-Schedules live in the job store (``store.py``); the Jupyter server evaluates them with one
+Schedules live in the job store (``store/schedule_rows.py``); the Jupyter server evaluates them with one
 ``Scheduler`` (``tick`` every few seconds, from its executor). What fires is decided by two pure
 functions: ``due_firings`` (the slot due now, after ``catch_up``) and ``overlap_action`` (what a
 due slot does while the schedule's previous run still runs). A slot is fired by whoever inserts
