@@ -1,12 +1,12 @@
 """Scheduled workloads: a workload YAML fired on a cron schedule, each firing an ordinary job run
 (the same ``jobs.submit`` as ``air run``) tagged with the schedule's id and name.
 
-Schedules live in the job store (``store/schedule_rows.py``); the Jupyter server evaluates them with one
-``Scheduler`` (``tick`` every few seconds, from its executor). What fires is decided by two pure
-functions: ``due_firings`` (the slot due now, after ``catch_up``) and ``overlap_action`` (what a
-due slot does while the schedule's previous run still runs). A slot is fired by whoever inserts
-its firing row (``JobStore.claim_firing``: a unique key, not a lock in memory), so two servers on
-one data folder never fire it twice.
+Schedules live in the job store (``store/schedule_rows.py``); the Jupyter server evaluates them
+with one ``Scheduler`` (``tick`` every few seconds, from its executor). What fires is decided by
+two pure functions: ``due_firings`` (the slot due now, after ``catch_up``) and
+``overlap_action`` (what a due slot does while the schedule's previous run still runs). A slot is
+fired by whoever inserts its firing row (``JobStore.claim_firing``: a unique key, not a lock in
+memory), so two servers on one data folder never fire it twice.
 """
 
 from __future__ import annotations
