@@ -153,7 +153,9 @@ def _create_run(client: Any, job: JobRun, attempt: Attempt) -> str:
         experiment = client.get_experiment_by_name(job.experiment_name)
         experiment_id = experiment.experiment_id if experiment is not None else None
     if experiment_id is None:
-        experiment_id = client.create_experiment(job.experiment_name)
+        from ..tracking.experiments import TRAINING_EXPERIMENT_TAGS
+
+        experiment_id = client.create_experiment(job.experiment_name, tags=TRAINING_EXPERIMENT_TAGS)
     run = client.create_run(
         experiment_id,
         start_time=int(attempt.started_at * 1000),
