@@ -365,6 +365,7 @@ def test_a_call_s_nodes_are_kept_for_the_next_call_and_released_after(cluster_en
     assert answers["other_placed_s"] < 20 and answers["held_after_other"] == []  # made way
     assert set(answers["fourth"]).isdisjoint(third)
     # kept for its time (20 s: the call's return takes far less), then released by itself
-    assert len(answers["held_for_20_s"]) == 1 and answers["held_after_expiry"] == []
+    assert len(answers["held_for_20_s"]) == 1, done.stderr[-3000:]
+    assert answers["held_after_expiry"] == []
     assert "kept up to 60 s for the next call" in done.stdout  # said once, in the output
     assert calls_processes() == []

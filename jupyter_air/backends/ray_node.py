@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -205,9 +206,15 @@ class NodeRunner:
 
     def leftovers(self, grace_s: float) -> list[int]:
         """Stop what still runs on this node for this attempt (left its process group); the
-        pids."""
+        pids. The command's keeper, which carries the group's id too, writes the exit code and
+        then exits: its process group is given ``grace_s`` to be gone, and it is no leftover."""
+        from ..pids import group_alive
         from ..workloads.processes import kill_job_processes
 
+        if self.handle is not None and self.handle.poll() is not None:
+            deadline = time.monotonic() + grace_s
+            while group_alive(self.handle.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
         return kill_job_processes(self.group, grace_s=grace_s, variable=GROUP_ENV)
 
     def close(self) -> None:
