@@ -63,7 +63,16 @@ class History:
     def append(self, sample: Sample, wire: str | None = None) -> Entry:
         """Add the newest sample (``wire``: its wire form, when already encoded)."""
         entry = Entry(sample["t"], wire if wire is not None else wire_form(sample), sample)
-        if self._entries:
+        if self._entries and self._entries[-1].sample is not None:
+            self._entries[-1] = replace(self._entries[-1], sample=None)
+        self._entries.append(entry)
+        self._prune()
+        return entry
+
+    def append_wire(self, t: float, wire: str) -> Entry:
+        """Add a sample known by its wire form alone (one of a backlog, not the newest)."""
+        entry = Entry(t, wire)
+        if self._entries and self._entries[-1].sample is not None:
             self._entries[-1] = replace(self._entries[-1], sample=None)
         self._entries.append(entry)
         self._prune()
