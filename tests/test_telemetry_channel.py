@@ -213,3 +213,23 @@ async def test_the_authorizer_can_refuse_the_channel(jp_serverapp, base_url, dat
     with pytest.raises(AgentRejected, match="403"):
         await send(HttpSender(base_url, mint_token(data_dir, "gpu-1")), report())
     assert gpu_service(jp_serverapp).nodes.names() == []
+
+
+async def test_a_stopped_agent_closes_its_channel(jp_serverapp, base_url, data_dir):
+    from fake_nvml import FakeGpu, FakeNvml
+
+    from jupyter_air.telemetry import Sampler
+    from jupyter_air.telemetry.agent import NodeAgent
+    from jupyter_air.telemetry.nvml import NvmlBackend
+
+    sender = HttpSender(base_url, mint_token(data_dir, "gpu-1"))
+    agent = NodeAgent(
+        Sampler(NvmlBackend(nvml=FakeNvml([FakeGpu(uuid="GPU-a")])), node="gpu-1"),
+        sender,
+        interval_s=10,
+    )
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, agent.step)  # a heartbeat, on the channel
+    assert agent.reports == 1 and sender._ws is not None and sender.connections == 1
+    await loop.run_in_executor(None, agent.stop)
+    assert sender._ws is None

@@ -49,7 +49,7 @@ from .gpu_service import GpuService, NodeConflict
 AUTH_RESOURCE = endpoints.TELEMETRY
 OFFLOAD_MIN_BYTES = 64 * 1024  # bigger reports (a backlog) are decoded off the event loop
 MAX_PROBLEMS = 3
-PING_S = 120.0  # an agent answers pings when it next reports (every 10 s by default)
+PING_S = 300.0  # an agent answers pings when it next reports (every 10 s by default)
 AGENT_REFUSED = (401, 403, 404, 409)  # the agent, not one report, is refused: close the channel
 NO_TOKEN = (
     "Telemetry reports need a node agent token (Authorization: AirAgent <token>): "

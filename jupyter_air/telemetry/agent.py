@@ -372,12 +372,15 @@ class NodeAgent:
         self._stop.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop reporting and close the sampler (NVML)."""
+        """Stop reporting, close the sampler (NVML) and the sender's connection."""
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout_s)
         self.sampler.close()
+        close = getattr(self.send, "close", None)
+        if callable(close):
+            close()
 
     def run_forever(self) -> None:
         """Report on this thread until ``stop()`` or a rejection (raised)."""
