@@ -5,16 +5,28 @@ Prints figures (no pass/fail): bytes per report (raw and gzip), the server's CPU
 and memory while 64 agents report, with every node's 2 h history full; a full 2 h history and a
 delta for one node, and the cluster overview in full and as a delta: bytes and request time on
 loopback. Reports are built by the real sampler over the pynvml fake (8 GPUs with health and one
-process each), sent as agents send them (one HTTP request per report, token-authenticated).
+process each), sent as agents send them (``--transport``: ``channel``, the agent's websocket;
+``keepalive``, its POST fallback on a kept connection; ``post``, one request and connection a
+report, as agents did before the channel), token-authenticated.
+
+``--curve`` prints the server's cost at 1, 8, 64 and 512 nodes instead (``--sizes``): for each
+size and transport a fresh server, every agent a thread of this process with the agent's own
+sender, one interval to connect, then ``--seconds`` of reports; CPU as % of one core and per
+report, RSS per node (connections and latest samples; a full 2 h history per node is the
+single-size run's figure). Sizes run in turn, the transports interleaved, so that a machine
+shared with other work weighs on both alike; the fitted growth (CPU ~ nodes^k) comes last.
 
     python bench/telemetry_ingest.py [--nodes 64] [--gpus 8] [--seconds 30] [--json]
+    python bench/telemetry_ingest.py --curve [--sizes 1,8,64,512] [--seconds 30]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
+import math
 import os
 import random
 import socket
@@ -35,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_nvml import FakeGpu, FakeNvml, MiB
 
 from jupyter_air.telemetry import Sampler
-from jupyter_air.telemetry.agent import AUTH_SCHEME, INGEST_PATH
+from jupyter_air.telemetry.agent import AUTH_SCHEME, INGEST_PATH, HttpSender
 from jupyter_air.telemetry.agent_tokens import mint_token
 from jupyter_air.telemetry.models import AgentInfo, IngestRequest, NodeInfo, Sample
 from jupyter_air.telemetry.nvml import NvmlBackend
@@ -112,8 +124,18 @@ class Server:
             answer.read()
 
     def cpu_s(self) -> float:
-        times = self.ps.cpu_times()
-        return times.user + times.system
+        """The process's CPU seconds: the sum of its threads' schedstat (nanoseconds; the
+        server's threads live as long as it does) where Linux has it, else psutil's (in
+        clock ticks, 10 ms, too coarse for a node or two)."""
+        total = 0
+        try:
+            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    total += int((task / "schedstat").read_text().split()[0])
+        except OSError:
+            times = self.ps.cpu_times()
+            return times.user + times.system
+        return total / 1e9
 
     def rss_mb(self) -> float:
         return self.ps.memory_info().rss / 2**20
@@ -160,15 +182,17 @@ class Node:
                 gpu.health.sm_clock_mhz = self.random.choice((1095, 1275, 1410))
         return sample
 
-    def report(self, times: list[float], info: bool = False) -> bytes:
-        request = IngestRequest(
+    def request(self, times: list[float], info: bool = False) -> IngestRequest:
+        return IngestRequest(
             node=self.name,
             agent=self.agent,
             sampling=True,
             info=self.info if info else None,
             samples=[self.sample_at(t) for t in times],
         )
-        return request.model_dump_json().encode()
+
+    def report(self, times: list[float], info: bool = False) -> bytes:
+        return self.request(times, info).model_dump_json().encode()
 
 
 def fill_history(server: Server, nodes: list[Node]) -> float:
@@ -186,46 +210,180 @@ def fill_history(server: Server, nodes: list[Node]) -> float:
     return time.perf_counter() - start
 
 
-class SteadyLoad:
-    """Each node reports one sample every INTERVAL_S, the nodes spread over the interval."""
+TRANSPORTS = ("post", "keepalive", "channel")
 
-    def __init__(self, server: Server, nodes: list[Node]) -> None:
+
+class SteadyLoad:
+    """Each node reports one sample every INTERVAL_S, the nodes spread over the interval, each
+    by ``transport`` (see the module's doc); the first report carries the node's devices."""
+
+    def __init__(self, server: Server, nodes: list[Node], transport: str = "channel") -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}")
         self.server = server
+        self.transport = transport
         self.stop = threading.Event()
         self.sent = 0
+        self.failed = 0
         self._lock = threading.Lock()
+        self.senders: list[HttpSender] = []
         self.threads = [
             threading.Thread(target=self._agent, args=(k, n), daemon=True)
             for k, n in enumerate(nodes)
         ]
         self.count = len(nodes)
+        self.started = False
 
     def _agent(self, k: int, node: Node) -> None:
-        next_at = time.monotonic() + INTERVAL_S * k / self.count
-        while not self.stop.wait(max(0.0, next_at - time.monotonic())):
-            self.server.post_report(node.token, node.report([time.time()]))
+        sender = None
+        if self.transport != "post":
+            sender = HttpSender(
+                self.server.base, node.token, timeout_s=60, channel=self.transport == "channel"
+            )
             with self._lock:
-                self.sent += 1
+                self.senders.append(sender)
+        next_at = time.monotonic() + INTERVAL_S * k / self.count
+        first = True
+        while not self.stop.wait(max(0.0, next_at - time.monotonic())):
+            try:
+                if sender is None:
+                    self.server.post_report(node.token, node.report([time.time()], info=first))
+                else:
+                    sender(node.request([time.time()], info=first))
+                first = False
+                with self._lock:
+                    self.sent += 1
+            except Exception:
+                with self._lock:
+                    self.failed += 1
             next_at += INTERVAL_S
+        if sender is not None:
+            sender.close()
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            for thread in self.threads:
+                thread.start()
 
     def measure(self, seconds: float) -> dict:
-        """Start the agents; the server's CPU over ``seconds`` (they keep reporting after)."""
+        """Start the agents (if not yet); the server's CPU over ``seconds`` (they keep
+        reporting after)."""
         cpu0, wall0, sent0 = self.server.cpu_s(), time.perf_counter(), self.sent
-        for thread in self.threads:
-            thread.start()
+        self.start()
         time.sleep(seconds)
         wall = time.perf_counter() - wall0
         sent = self.sent - sent0
+        cpu = self.server.cpu_s() - cpu0
         return {
             "reports": sent,
             "reports_per_s": sent / wall,
-            "server_cpu_pct": (self.server.cpu_s() - cpu0) / wall * 100,
+            "server_cpu_pct": cpu / wall * 100,
+            "server_cpu_ms_per_report": cpu / sent * 1000 if sent else math.nan,
+            "failed": self.failed,
+            "connections": sum(s.connections for s in self.senders) if self.senders else sent,
         }
 
     def end(self) -> None:
         self.stop.set()
         for thread in self.threads:
             thread.join(60)
+
+
+def curve(sizes: list[int], transports: list[str], gpus: int, seconds: float) -> dict:
+    """The server's cost at each size, for each transport (see the module's doc)."""
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
+        server = Server(Path(tmp))
+        try:
+            server.get("air/api/gpu/nodes")
+            time.sleep(2)
+            cpu0, wall0 = server.cpu_s(), time.perf_counter()
+            time.sleep(min(seconds, 20))
+            idle = (server.cpu_s() - cpu0) / (time.perf_counter() - wall0) * 100
+        finally:
+            server.stop()
+    for size in sizes:
+        for transport in transports:
+            with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
+                folder = Path(tmp)
+                server = Server(folder)
+                try:
+                    server.get("air/api/gpu/nodes")  # a panel is open: the cluster samples
+                    names = [f"gpu-node-{k:03d}" for k in range(size)]
+                    nodes = [Node(n, gpus, mint_token(server.data_dir, n)) for n in names]
+                    rss0 = server.rss_mb()
+                    load = SteadyLoad(server, nodes, transport)
+                    try:
+                        load.start()
+                        time.sleep(INTERVAL_S + 1)  # every agent connected, reported once
+                        figures = load.measure(seconds)
+                        rss = server.rss_mb()
+                    finally:
+                        load.end()
+                finally:
+                    server.stop()
+            row = {
+                "nodes": size,
+                "transport": transport,
+                **figures,
+                "server_rss_mb": rss,
+                "rss_kb_per_node": (rss - rss0) * 1024 / size,
+            }
+            rows.append(row)
+            print(
+                f"  {size:4d} nodes  {transport:9s}  {row['reports_per_s']:6.1f} reports/s  "
+                f"{row['server_cpu_pct']:6.2f} % of one core  "
+                f"{row['server_cpu_ms_per_report']:5.2f} ms/report  RSS {rss:6.1f} MB "
+                f"({row['rss_kb_per_node']:6.1f} KB/node)  "
+                f"{row['failed']} failed, {row['connections']} connections",
+                flush=True,
+            )
+    for row in rows:  # what the reports cost beyond the server's own idle work
+        above = row["server_cpu_pct"] - idle
+        row["server_cpu_ms_per_report_above_idle"] = (
+            above * 10 / row["reports_per_s"] if row["reports_per_s"] else math.nan
+        )
+    growth = {}
+    for transport in transports:
+        points = [
+            (math.log(r["nodes"]), math.log(r["server_cpu_pct"] - idle))
+            for r in rows
+            if r["transport"] == transport and r["nodes"] > 1 and r["server_cpu_pct"] > idle
+        ]
+        if len(points) >= 2:
+            mx = sum(x for x, _ in points) / len(points)
+            my = sum(y for _, y in points) / len(points)
+            sxx = sum((x - mx) ** 2 for x, _ in points)
+            growth[transport] = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return {"idle_server_cpu_pct": idle, "rows": rows, "cpu_growth_exponent": growth}
+
+
+def print_curve(result: dict, transports: list[str]) -> None:
+    rows = result["rows"]
+    print(
+        "  server alone (a panel open, no agent): "
+        f"{result['idle_server_cpu_pct']:.3f} % of one core"
+    )
+    for transport, k in result["cpu_growth_exponent"].items():
+        kind = "linear" if 0.9 <= k <= 1.1 else ("sublinear" if k < 0.9 else "superlinear")
+        print(f"  {transport:9s} CPU above the idle server grows as nodes^{k:.2f} ({kind})")
+    if "channel" in transports:
+        for peer in [t for t in transports if t != "channel"]:
+            ratios = []
+            for r in rows:
+                if r["transport"] != "channel":
+                    continue
+                other = next(
+                    (o for o in rows if o["transport"] == peer and o["nodes"] == r["nodes"]), None
+                )
+                key = "server_cpu_ms_per_report_above_idle"
+                if other and other[key] > 0 and r["nodes"] >= 8:
+                    ratios.append(
+                        f"{r['nodes']} nodes {r[key]:.2f} / {other[key]:.2f} ms "
+                        f"= {r[key] / other[key]:.2f}x"
+                    )
+            print(f"  CPU per report above the idle server, channel / {peer}: " + "; ".join(ratios))
 
 
 def timed(server: Server, path: str, repeat: int = 15) -> dict:
@@ -249,7 +407,27 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="channel")
+    parser.add_argument("--curve", action="store_true", help="the cost at each of --sizes")
+    parser.add_argument("--sizes", default="1,8,64,512")
+    parser.add_argument("--transports", default="post,channel", help="for --curve")
     args = parser.parse_args()
+
+    if args.curve:
+        sizes = [int(n) for n in args.sizes.split(",")]
+        transports = [t for t in args.transports.split(",") if t]
+        if not sizes or min(sizes) < 1 or max(sizes) > 1024 or set(transports) - set(TRANSPORTS):
+            parser.error("--sizes: 1 to 1024 nodes; --transports: post, keepalive, channel")
+        print(
+            f"Node agents: the Jupyter server's cost at {args.sizes} nodes x {args.gpus} GPUs, "
+            f"a report every {INTERVAL_S:g} s, {args.seconds:g} s measured per size"
+        )
+        result = curve(sizes, transports, args.gpus, args.seconds)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_curve(result, transports)
+        return
 
     with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
         server = Server(Path(tmp))
@@ -262,8 +440,10 @@ def main() -> None:
             first = nodes[0].report([time.time()], info=True)
             fill_s = fill_history(server, nodes)
             rss_full = server.rss_mb()
-            agents = SteadyLoad(server, nodes)
+            agents = SteadyLoad(server, nodes, args.transport)
             try:
+                agents.start()
+                time.sleep(INTERVAL_S + 1)  # every agent connected and reported once
                 load = agents.measure(args.seconds)
                 rss_after = server.rss_mb()
                 # what a panel asks while the agents keep reporting
@@ -283,6 +463,7 @@ def main() -> None:
 
     figures = {
         "nodes": args.nodes,
+        "transport": args.transport,
         "gpus_per_node": args.gpus,
         "interval_s": INTERVAL_S,
         "report_raw_bytes": len(one),
@@ -310,7 +491,10 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"Node agents: {args.nodes} nodes x {args.gpus} GPUs, a report every {INTERVAL_S:g} s")
+    print(
+        f"Node agents: {args.nodes} nodes x {args.gpus} GPUs, a report every {INTERVAL_S:g} s "
+        f"({args.transport})"
+    )
     print(
         f"  one report (1 sample, health, 1 process/GPU)  {len(one):7d} B raw, "
         f"{figures['report_gzip_bytes']:6d} B gzip; with the device list {len(first)} B"

@@ -21,6 +21,8 @@ echo "==> Server-side GPU telemetry"
 python bench/gpu_telemetry.py
 echo "==> Node agents reporting to the server (64 nodes x 8 GPUs)"
 python bench/telemetry_ingest.py
+echo "==> Node agents: the server's cost at 1, 8, 64 and 512 nodes (old POST vs channel)"
+python bench/telemetry_ingest.py --curve
 echo "==> Embedded MLflow server"
 python bench/mlflow_start.py
 python bench/mlflow_run_display.py

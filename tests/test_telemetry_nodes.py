@@ -4,8 +4,11 @@ each node's history is bounded like the server's own."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from jupyter_air.telemetry.history import wire_form
 from jupyter_air.telemetry.models import IngestRequest
 from jupyter_air.telemetry.nodes import ClockAhead, NodeRegistry, TooManyNodes
 
@@ -133,3 +136,39 @@ def test_samples_dated_far_ahead_of_the_server_are_refused_whole():
         nodes.ingest(report(times=(4990.0, 5000.0 + 3600)))
     assert nodes.names() == []  # nothing of it stored
     assert nodes.ingest(report(times=(5000.0 + 60,))) == 1  # a minute ahead is clock noise
+
+
+def test_a_reports_history_form_is_what_the_history_makes_of_the_sample_dict():
+    """The wire form comes from the validated model (no dict per sample): the same JSON as
+    ``wire_form`` of the sample's dict, without processes, health and MIG readings."""
+    clock = Clock(2000.0)
+    nodes = registry(clock)
+    gpu = {
+        "index": 0,
+        "util_pct": 50,
+        "temp_c": 61.5,
+        "health": {"sm_clock_mhz": 1410, "flags": ["xid"]},
+        "mig": [{"index": 0, "mem_used_mb": 1.0}],
+        "processes": [{"pid": 7, "gpu_mem_mb": 100.0, "name": "python"}],
+    }
+    sent = IngestRequest.model_validate(
+        {
+            "node": "n1",
+            "agent": {"version": "0.1.0", "interval_s": 10.0, "started": 0.0},
+            "sampling": True,
+            "samples": [
+                {"t": t, "node": "n1", "host": {"cpu_pct": 5.0}, "gpus": [gpu]}
+                for t in (1980.0, 1990.0)
+            ],
+        }
+    )
+    assert nodes.ingest(sent) == 2
+    record = nodes.get("n1")
+    assert record is not None
+    older, newest = record.history.since()
+    assert older.sample is None and newest.sample is not None
+    full = sent.samples[1].model_dump(mode="json")
+    assert newest.sample == full
+    assert json.loads(newest.wire) == json.loads(wire_form(full))
+    assert json.loads(older.wire) == json.loads(wire_form(sent.samples[0].model_dump(mode="json")))
+    assert "processes" not in newest.wire and "health" not in newest.wire

@@ -49,6 +49,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "a node agent's report (agent token only)", gpu.IngestResponse, gpu.IngestRequest,
     ),
     Endpoint(
+        "GET", "air/api/telemetry/channel", TELEMETRY,
+        "a node agent's websocket: a report (`IngestRequest`) a message, each answered "
+        "(`IngestResponse`, or `{status, message}`) (agent token only)", None, status=101,
+    ),
+    Endpoint(
         "GET", "air/api/mlflow", MLFLOW,
         "which MLflow server, its state, where its UI is", mlflow.MlflowStatus,
     ),

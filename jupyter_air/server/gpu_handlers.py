@@ -2,7 +2,8 @@
 and ``GET air/api/gpu/nodes`` (the cluster overview).
 
 All are authenticated (Jupyter's token or cookie) and authorised against the ``air-gpu``
-resource through the server's authorizer. Node agents report through ``gpu_ingest.py``.
+resource through the server's authorizer. Node agents report through ``gpu_ingest.py`` (a POST
+or a websocket channel).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 
 from ..api import endpoints
-from .gpu_ingest import TelemetryIngestHandler
+from .gpu_ingest import TelemetryChannelHandler, TelemetryIngestHandler
 from .gpu_service import GpuService
 
 AUTH_RESOURCE = endpoints.GPU
@@ -100,4 +101,5 @@ def gpu_handlers() -> list[tuple[str, type]]:
         (r"/air/api/gpu/refresh", GpuRefreshHandler),
         (r"/air/api/gpu/nodes", GpuNodesHandler),
         (r"/air/api/telemetry/ingest", TelemetryIngestHandler),
+        (r"/air/api/telemetry/channel", TelemetryChannelHandler),
     ]

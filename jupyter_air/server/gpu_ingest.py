@@ -1,28 +1,47 @@
-"""``POST air/api/telemetry/ingest``: where node agents report their samples.
+"""Where node agents report their samples: ``POST air/api/telemetry/ingest`` (one report a
+request) and ``GET air/api/telemetry/channel`` (a websocket: one long-lived connection per agent,
+one report a message, the same ``IngestRequest`` in and ``IngestResponse`` out).
 
-Authenticated by a per-node agent token only (``Authorization: AirAgent <token>``,
+Both are authenticated by a per-node agent token only (``Authorization: AirAgent <token>``,
 ``telemetry/agent_tokens.py``): neither Jupyter's token nor a login cookie is accepted here, and
 an agent token is accepted nowhere else. Because no cookie can authenticate a request, a page in a
-browser cannot make one on a user's behalf, so there is no XSRF check (agents are not browsers).
-A token reports for its own node only (403 otherwise) and the request is then authorised against
-the ``air-telemetry`` resource, as the agent user ``agent:<node>``. The body is limited
-(413 before it is read, when its length is announced) and validated whole against
-``IngestRequest`` (400 naming the field); nothing is stored unless all of it is valid.
+browser cannot make one on a user's behalf (nor can a browser's websocket set that header), so
+there is no XSRF check (agents are not browsers); a websocket from another origin is refused all
+the same. A token reports for its own node only (403 otherwise) and the request is then
+authorised against the ``air-telemetry`` resource, as the agent user ``agent:<node>``. On the
+channel the token is checked again for every report (a revoked token is refused within the token
+file's recheck interval, and the channel closed). A body is limited (413 before it is read, when
+its length is announced; on the channel a larger message closes it with 1009) and validated whole
+against ``IngestRequest`` (400 naming the field); nothing is stored unless all of it is valid.
+On the channel a refused report is answered ``{"status": <code>, "message": ...}`` — the code and
+words the POST would have answered — and the channel stays open unless the agent itself is
+refused (401, 403, 404, 409), when it is closed after that one answer.
+
+Why a channel: a report over HTTP costs the Jupyter server a request's worth of work (parsing,
+routing, a handler, headers, logging) many times the report's own; on one connection a report is
+a frame (bench/README.md has the figures).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Awaitable
+from http.client import responses
+from typing import Any
 
 import tornado.web
+import tornado.websocket
+from jupyter_core.utils import ensure_async
 from jupyter_server.auth import User
-from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import ValidationError
 
 from ..api import endpoints
-from ..telemetry.agent import AUTH_SCHEME
+from ..telemetry.agent import AUTH_SCHEME, MAX_BYTES_HEADER
 from ..telemetry.models import IngestRequest
 from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
 from .gpu_service import GpuService, NodeConflict
@@ -30,6 +49,12 @@ from .gpu_service import GpuService, NodeConflict
 AUTH_RESOURCE = endpoints.TELEMETRY
 OFFLOAD_MIN_BYTES = 64 * 1024  # bigger reports (a backlog) are decoded off the event loop
 MAX_PROBLEMS = 3
+PING_S = 300.0  # an agent answers pings when it next reports (every 10 s by default)
+AGENT_REFUSED = (401, 403, 404, 409)  # the agent, not one report, is refused: close the channel
+NO_TOKEN = (
+    "Telemetry reports need a node agent token (Authorization: AirAgent <token>): "
+    "mint one with `air agent-token NODE` on the Jupyter host."
+)
 
 
 def validation_message(error: ValidationError) -> str:
@@ -49,10 +74,61 @@ def decode(body: bytes) -> tuple[IngestRequest, list[Encoded]]:
     return request, encode(request)
 
 
-@tornado.web.stream_request_body
-class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
+def too_large(max_bytes: int) -> str:
+    return (
+        f"A telemetry report may be at most {max_bytes} bytes "
+        "(JupyterAir.telemetry_ingest_max_bytes); send fewer samples at once."
+    )
+
+
+def store_decoded(
+    gpu: GpuService, agent_node: str, decoded: tuple[IngestRequest, list[Encoded]]
+) -> str:
+    """Store a validated report of ``agent_node``; the ``IngestResponse`` JSON. Refusals are
+    ``HTTPError``s with the status and message an agent is told."""
+    request, encoded = decoded
+    if request.node != agent_node:
+        raise tornado.web.HTTPError(
+            403, f"This agent token reports for node {agent_node!r}, not {request.node!r}."
+        )
+    try:
+        response = gpu.ingest(request, encoded)
+    except NodeConflict as error:
+        raise tornado.web.HTTPError(409, str(error)) from None
+    except TooManyNodes as error:
+        raise tornado.web.HTTPError(507, str(error)) from None
+    except ClockAhead as error:
+        raise tornado.web.HTTPError(400, str(error)) from None
+    return response.model_dump_json()
+
+
+def store_small(gpu: GpuService, agent_node: str, body: bytes) -> str:
+    """``store_report`` for a body small enough to decode on the event loop."""
+    try:
+        decoded = decode(body)
+    except ValidationError as error:
+        raise tornado.web.HTTPError(400, validation_message(error)) from None
+    return store_decoded(gpu, agent_node, decoded)
+
+
+async def store_report(gpu: GpuService, agent_node: str, body: bytes) -> str:
+    """Validate a report of ``agent_node`` (off the event loop when big) and store it."""
+    if len(body) < OFFLOAD_MIN_BYTES:
+        return store_small(gpu, agent_node, body)
+    try:
+        decoded = await asyncio.get_running_loop().run_in_executor(None, decode, body)
+    except ValidationError as error:
+        raise tornado.web.HTTPError(400, validation_message(error)) from None
+    return store_decoded(gpu, agent_node, decoded)
+
+
+class _AgentAuth(ExtensionHandlerMixin, JupyterHandler):
+    """Authentication by agent token, for both ways of reporting."""
+
     auth_resource = AUTH_RESOURCE
     _track_activity = False  # agents reporting must not keep an idle server "active"
+    agent_node: str | None = None
+    _agent_token = ""
 
     @property
     def gpu(self) -> GpuService:
@@ -62,33 +138,24 @@ class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
     def max_bytes(self) -> int:
         return int(self.settings["jupyter_air"]["ingest_max_bytes"])
 
-    async def prepare(self) -> None:  # type: ignore[override]
-        """Authenticate by agent token before any of the body is read; refuse an announced
-        body over the limit."""
+    async def _authenticate_agent(self) -> None:
+        """Set the agent user from the token (403 without a valid one)."""
         if not self.check_host():
             raise tornado.web.HTTPError(403)
-        node = await self._agent_node()
+        scheme, _, token = self.request.headers.get("Authorization", "").partition(" ")
+        self._agent_token = token.strip() if scheme == AUTH_SCHEME else ""
+        node = await self._token_node()
         user = User(username=f"agent:{node}", name=node) if node else None
         self.current_user = self._jupyter_current_user = user
         self.agent_node = node
         if user is None:
-            raise tornado.web.HTTPError(
-                403,
-                "Telemetry reports need a node agent token (Authorization: AirAgent <token>): "
-                "mint one with `air agent-token NODE` on the Jupyter host.",
-            )
-        length = self.request.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            raise tornado.web.HTTPError(413, self._too_large())
-        self._chunks: list[bytes] = []
-        self._size = 0
+            raise tornado.web.HTTPError(403, NO_TOKEN)
 
-    async def _agent_node(self) -> str | None:
-        tokens = self.gpu.tokens
-        scheme, _, token = self.request.headers.get("Authorization", "").partition(" ")
-        if tokens is None or scheme != AUTH_SCHEME or not token.strip():
+    async def _token_node(self) -> str | None:
+        """The node the request's token reports for now (the token file re-read when due)."""
+        tokens, token = self.gpu.tokens, self._agent_token
+        if tokens is None or not token:
             return None
-        token = token.strip()
         if tokens.due(token):
             await asyncio.get_running_loop().run_in_executor(None, tokens.reload_if_changed)
         return tokens.node_for(token)
@@ -97,6 +164,21 @@ class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
         """No XSRF check: only the token in the Authorization header authenticates here."""
         return None
 
+
+@tornado.web.stream_request_body
+class TelemetryIngestHandler(_AgentAuth, APIHandler):
+    """``POST air/api/telemetry/ingest``: one report a request."""
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Authenticate by agent token before any of the body is read; refuse an announced
+        body over the limit."""
+        await self._authenticate_agent()
+        length = self.request.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            raise tornado.web.HTTPError(413, too_large(self.max_bytes))
+        self._chunks: list[bytes] = []
+        self._size = 0
+
     def data_received(self, chunk: bytes) -> None:
         self._size += len(chunk)
         if self._size <= self.max_bytes:
@@ -104,38 +186,114 @@ class TelemetryIngestHandler(ExtensionHandlerMixin, APIHandler):
         else:
             self._chunks = []  # refused in post(); keep nothing meanwhile
 
-    def _too_large(self) -> str:
-        return (
-            f"A telemetry report may be at most {self.max_bytes} bytes "
-            "(JupyterAir.telemetry_ingest_max_bytes); send fewer samples at once."
-        )
+    def _log(self) -> None:
+        """Refusals and errors are logged as Jupyter logs requests; an accepted report is not
+        (Jupyter would format a debug record for each, a fair part of a report's cost)."""
+        if self.get_status() >= 400:
+            super()._log()
 
     @tornado.web.authenticated
     @authorized
     async def post(self) -> None:
         if self._size > self.max_bytes:
-            raise tornado.web.HTTPError(413, self._too_large())
-        body = b"".join(self._chunks)
-        try:
-            if len(body) >= OFFLOAD_MIN_BYTES:
-                loop = asyncio.get_running_loop()
-                request, encoded = await loop.run_in_executor(None, decode, body)
-            else:
-                request, encoded = decode(body)
-        except ValidationError as error:
-            raise tornado.web.HTTPError(400, validation_message(error)) from None
-        if request.node != self.agent_node:
-            raise tornado.web.HTTPError(
-                403,
-                f"This agent token reports for node {self.agent_node!r}, not {request.node!r}.",
-            )
-        try:
-            response = self.gpu.ingest(request, encoded)
-        except NodeConflict as error:
-            raise tornado.web.HTTPError(409, str(error)) from None
-        except TooManyNodes as error:
-            raise tornado.web.HTTPError(507, str(error)) from None
-        except ClockAhead as error:
-            raise tornado.web.HTTPError(400, str(error)) from None
+            raise tornado.web.HTTPError(413, too_large(self.max_bytes))
+        assert self.agent_node is not None  # authenticated
+        text = await store_report(self.gpu, self.agent_node, b"".join(self._chunks))
         self.set_header("Cache-Control", "no-store")
-        self.finish(response.model_dump_json())
+        self.finish(text)
+
+
+class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
+    """``GET air/api/telemetry/channel``: a websocket per agent; each message a report, each
+    answer its ``IngestResponse`` (or ``{"status", "message"}``), in order."""
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        await self._authenticate_agent()
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Authorise the agent (as a POST would be, ``write``), then upgrade."""
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "write", AUTH_RESOURCE)
+        )
+        if not allowed:
+            raise tornado.web.HTTPError(
+                403, f"The authorizer does not let {self.current_user.username!r} report."
+            )
+        self.set_header(MAX_BYTES_HEADER, str(self.max_bytes))  # agents refuse bigger reports
+        await super().get(*args, **kwargs)
+
+    @property
+    def max_message_size(self) -> int:
+        return self.max_bytes
+
+    @property
+    def ping_interval(self) -> float:
+        """Seconds between pings (tornado's own): a channel whose agent is gone is closed."""
+        return PING_S
+
+    @property
+    def ping_timeout(self) -> float:
+        return PING_S
+
+    def check_origin(self, origin_to_satisfy_tornado: str = "") -> bool:
+        """A browser page of another origin is refused, as by Jupyter's own websockets."""
+        return bool(WebSocketMixin.check_origin(self, origin_to_satisfy_tornado or None))
+
+    def get_compression_options(self) -> dict[str, Any] | None:
+        return None  # deflate would cost the server more CPU than the loopback or LAN saves
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """A refused upgrade answers JSON, as the POST does: ``{"message", "reason"}``."""
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        message = getattr(error, "log_message", None) or ""
+        self.set_header("Content-Type", "application/json")
+        reason = responses.get(status_code, "Unknown")
+        self.finish(json.dumps({"message": message or reason, "reason": reason}))
+
+    def _log(self) -> None:
+        """The upgrade is logged once, at debug level, by Jupyter's websocket mixin."""
+        if self.get_status() >= 400:
+            super()._log()
+
+    def on_message(self, message: str | bytes) -> Awaitable[None] | None:
+        """One report: the token checked again, then stored as a POST would store it. A small
+        report whose token needs no look at the token file is handled at once (no task)."""
+        body = message.encode() if isinstance(message, str) else message
+        tokens = self.gpu.tokens
+        if tokens is None or tokens.due(self._agent_token) or len(body) >= OFFLOAD_MIN_BYTES:
+            return self._store_later(body)
+        try:
+            self._check_node(tokens.node_for(self._agent_token))
+            answer = store_small(self.gpu, self.agent_node or "", body)
+        except tornado.web.HTTPError as error:
+            self._refuse(error.status_code, error.log_message or "")
+            return None
+        self._answer(answer)
+        return None
+
+    async def _store_later(self, body: bytes) -> None:
+        try:
+            self._check_node(await self._token_node())
+            answer = await store_report(self.gpu, self.agent_node or "", body)
+        except tornado.web.HTTPError as error:
+            self._refuse(error.status_code, error.log_message or "")
+            return
+        self._answer(answer)
+
+    def _check_node(self, node: str | None) -> None:
+        if node is None or node != self.agent_node:
+            raise tornado.web.HTTPError(
+                403, "This agent token was revoked or replaced: " + NO_TOKEN
+            )
+
+    def _answer(self, text: str) -> None:
+        if self.ws_connection is not None:
+            self.write_message(text)
+
+    def _refuse(self, status: int, message: str) -> None:
+        if self.ws_connection is None:
+            return
+        self.write_message(json.dumps({"status": status, "message": message}))
+        if status in AGENT_REFUSED:
+            self.close(1008, message[:120])  # policy violation; the reason is cut to fit

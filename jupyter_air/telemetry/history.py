@@ -14,7 +14,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .samples import Sample
 
@@ -26,6 +26,10 @@ class Entry:
     t: float
     wire: str
     sample: Sample | None = None  # the full sample: the latest entry only
+
+    def slim(self) -> Entry:
+        """This entry without its full sample (``dataclasses.replace`` costs ten times more)."""
+        return Entry(self.t, self.wire)
 
 
 def wire_form(sample: Sample) -> str:
@@ -63,8 +67,17 @@ class History:
     def append(self, sample: Sample, wire: str | None = None) -> Entry:
         """Add the newest sample (``wire``: its wire form, when already encoded)."""
         entry = Entry(sample["t"], wire if wire is not None else wire_form(sample), sample)
-        if self._entries:
-            self._entries[-1] = replace(self._entries[-1], sample=None)
+        if self._entries and self._entries[-1].sample is not None:
+            self._entries[-1] = self._entries[-1].slim()
+        self._entries.append(entry)
+        self._prune()
+        return entry
+
+    def append_wire(self, t: float, wire: str) -> Entry:
+        """Add a sample known by its wire form alone (one of a backlog, not the newest)."""
+        entry = Entry(t, wire)
+        if self._entries and self._entries[-1].sample is not None:
+            self._entries[-1] = self._entries[-1].slim()
         self._entries.append(entry)
         self._prune()
         return entry

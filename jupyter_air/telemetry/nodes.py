@@ -15,24 +15,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .history import History, wire_form
+from .history import LATEST_ONLY, History
 from .models import IngestRequest, NodeState
-from .samples import Sample
+from .models import Sample as SampleModel
 
 STALE_INTERVALS = 3
 MAX_NODES = 1024
 MAX_AHEAD_S = 600.0  # a sample dated later than this after the server's now is refused
 
-Encoded = tuple[Sample, str]  # a sample as a dict, and its history form
+Encoded = tuple[float, str, SampleModel]  # a sample's t, its history form, the sample
+WIRE_EXCLUDE = {"gpus": {"__all__": set(LATEST_ONLY)}}
 
 
 def encode(request: IngestRequest) -> list[Encoded]:
-    """A report's samples as the history keeps them (CPU work: off the event loop when big)."""
-    encoded: list[Encoded] = []
-    for model in request.samples:
-        sample: Sample = model.model_dump(mode="json")  # type: ignore[assignment]
-        encoded.append((sample, wire_form(sample)))
-    return encoded
+    """A report's samples as the history keeps them (CPU work: off the event loop when big):
+    the wire form straight from the validated model (what ``history.wire_form`` makes of its
+    dict, without building the dict); only the newest sample becomes a dict, when stored."""
+    return [(m.t, m.model_dump_json(exclude=WIRE_EXCLUDE), m) for m in request.samples]
 
 
 class TooManyNodes(Exception):
@@ -157,15 +156,17 @@ class NodeRegistry:
             record.changed_at = now
         if encoded is None:
             encoded = encode(request)
-        accepted = 0
         latest = record.history.latest()
         newest = latest.t if latest is not None else float("-inf")
-        for sample, wire in sorted(encoded, key=lambda pair: pair[0]["t"]):
-            if sample["t"] <= newest:
-                continue
-            record.history.append(sample, wire)
-            newest = sample["t"]
-            accepted += 1
-        if accepted:
+        fresh: list[Encoded] = []
+        for item in sorted(encoded, key=lambda item: item[0]):
+            if item[0] > newest:
+                fresh.append(item)
+                newest = item[0]
+        for t, wire, _ in fresh[:-1]:
+            record.history.append_wire(t, wire)
+        if fresh:
+            _, wire, model = fresh[-1]
+            record.history.append(model.model_dump(mode="json"), wire)  # type: ignore[arg-type]
             record.changed_at = now
-        return accepted
+        return len(fresh)
