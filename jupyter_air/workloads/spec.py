@@ -88,7 +88,7 @@ class Compute(BaseModel):
     """Nodes per attempt; the command runs once per node."""
     backend: Literal["local", "ray"] | None = None  # None: chosen by backends.choice
     """local (every node on this machine) or ray (each node on its own Ray node,
-    docs/clusters.md); when absent: c.JupyterAir.cluster / config.CLUSTER, else ray if
+    docs/clusters.md); when absent: c.JupyterAir.cluster / JUPYTER_AIR_CLUSTER, else ray if
     RAY_ADDRESS is set, else local."""
 
     @field_validator("accelerator_type", mode="before")
