@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -195,16 +196,18 @@ def air_config(tmp_path: Path) -> dict:
 
 
 async def test_the_rest_api_serves_a_ray_jobs_logs(env, jp_fetch):
-    write(env.tmp, "sleeper.py", SLEEPER)
+    # `python` is the Ray environment's on every node, whatever PATH the workload sets (a
+    # raylet started as `.venv/bin/ray start`, the venv not active, would find the system one)
     job_id = submit(
         env, "rest", "compute: {num_nodes: 2, accelerator_type: CPU, backend: ray}\n"
-        "max_retries: 0\n", f"{PY} -c \"import os; print('from node', os.environ['NODE_RANK'])\"",
+        "max_retries: 0\nenv_variables: {PATH: /usr/bin:/bin}\n",
+        "python -c \"import os, sys; print('from node', os.environ['NODE_RANK'], sys.executable)\"",
     )  # fmt: skip
     job = wait_for(env.store, job_id, timeout=120)
-    assert job.status == "SUCCEEDED", job.reason
+    assert job.status == "SUCCEEDED", (job.reason, _logs(env, job_id))
     for node in (0, 1):
         page = json.loads(
             (await jp_fetch("air", "api", "workloads", job_id, "logs", params={"node": node})).body
         )
-        assert [line["text"] for line in page["lines"]] == [f"from node {node}"]
+        assert [line["text"] for line in page["lines"]] == [f"from node {node} {sys.executable}"]
     assert os.environ["RAY_ADDRESS"] == env.cluster.address

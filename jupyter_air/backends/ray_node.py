@@ -19,6 +19,7 @@ import contextlib
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -27,6 +28,17 @@ from typing import Any
 
 from ..config import GROUP, NODE_IP
 from .base import node_environment
+
+
+def interpreter_first(path: str | None, python: str = sys.executable) -> str:
+    """``PATH`` with the folder of this node's Python first, so that a command's ``python``,
+    ``torchrun`` and the like are those of the Ray environment that runs it, however its raylet
+    was started (``.venv/bin/ray start`` without the venv active finds the system Python) and
+    whatever ``PATH`` the workload sets."""
+    here = os.path.dirname(python)
+    rest = [p for p in (path or os.defpath).split(os.pathsep) if p and p != here]
+    return os.pathsep.join([here, *rest])
+
 
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
 GROUP_ENV = GROUP.name  # on every command a runner starts: what is left is found by it
@@ -113,6 +125,7 @@ class NodeRunner:
             cuda_visible_devices=gpus,
             uses_gpus=self.uses_gpus,
         )
+        env["PATH"] = interpreter_first(env.get("PATH"))
         env[GROUP_ENV] = self.group
         env[NODE_IP_ENV] = ray.util.get_node_ip_address()
         status = self.folder / "status.json"
