@@ -16,7 +16,9 @@ const chromium = process.env.AIR_CHROMIUM || '/usr/bin/chromium';
 module.exports = {
   ...baseConfig,
   testDir: './tests',
-  workers: 1,
+  // two specs at a time against the same servers: every spec makes its own notebooks, jobs and
+  // experiments and looks for those only (AIR_UI_WORKERS=1 runs them one by one)
+  workers: Number(process.env.AIR_UI_WORKERS || 2),
   retries: 0, // a test that passes only on a second try is a failing test
   timeout: 90 * 1000,
   reporter: [['list']],
