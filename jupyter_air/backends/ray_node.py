@@ -21,13 +21,23 @@ import shutil
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..config import GROUP, NODE_IP
 from .base import node_environment
+
+
+def _is_keeper(pid: int, group: int) -> bool:
+    """Whether ``pid`` is the keeper of the command whose process group is ``group``."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return os.getpgid(pid) == group and "jupyter_air.backends.keeper" in process.cmdline()
+    except (psutil.Error, OSError):
+        return False
 
 
 def interpreter_first(path: str | None, python: str = sys.executable) -> str:
@@ -219,16 +229,19 @@ class NodeRunner:
 
     def leftovers(self, grace_s: float) -> list[int]:
         """Stop what still runs on this node for this attempt (left its process group); the
-        pids. The command's keeper, which carries the group's id too, writes the exit code and
-        then exits: its process group is given ``grace_s`` to be gone, and it is no leftover."""
-        from ..pids import group_alive
-        from ..workloads.processes import kill_job_processes
+        pids. The command's keeper carries the group's id too; once it wrote how the command
+        ended it only exits (slowly on a loaded machine), so it is no leftover."""
+        from ..pids import process_start_time, stop_processes
+        from ..workloads.processes import job_processes
 
-        if self.handle is not None and self.handle.poll() is not None:
-            deadline = time.monotonic() + grace_s
-            while group_alive(self.handle.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        return kill_job_processes(self.group, grace_s=grace_s, variable=GROUP_ENV)
+        ended = self.handle is not None and self.handle.poll() is not None
+        pids = [
+            pid
+            for pid in job_processes(self.group, GROUP_ENV)
+            if not (ended and self.handle is not None and _is_keeper(pid, self.handle.pid))
+        ]
+        stop_processes(pids, grace_s, {pid: process_start_time(pid) for pid in pids})
+        return pids
 
     def close(self) -> None:
         """What this attempt left here goes (its folder, its log); the actor may serve another
