@@ -77,8 +77,17 @@ class Setting:
         return self.name
 
 
-def _s(name: str, doc: str, **more: object) -> Setting:
-    return Setting(f"JUPYTER_AIR_{name}", doc, **more)  # type: ignore[arg-type]
+def _s(
+    name: str,
+    doc: str,
+    *,
+    kind: str = USER,
+    default: float | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    unit: str = "",
+) -> Setting:
+    return Setting(f"JUPYTER_AIR_{name}", doc, kind, default, low, high, unit)
 
 
 # set by people ---------------------------------------------------------------------------------
