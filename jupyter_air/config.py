@@ -174,6 +174,14 @@ SYSTEM_METRICS_INTERVAL_S = _s(
     low=0.1,
     unit="seconds",
 )
+CHECKPOINT_MAX_GB = _s(
+    "CHECKPOINT_MAX_GB",
+    "Most a job run's checkpoints may hold (every node's JUPYTER_AIR_CHECKPOINT_DIR together); "
+    "past it the attempt fails, saying so, and is not retried.",
+    default=50.0,
+    low=0.001,
+    unit="GB",
+)
 AGENT_TOKEN = _s(
     "AGENT_TOKEN",
     "`air agent`'s token for the Jupyter server it reports to (kept out of the process list, "
@@ -189,6 +197,12 @@ JOB_ID = _s(
 ATTEMPT = _s("ATTEMPT", "The attempt (1, 2, …) a workload's process belongs to.", kind=HANDOFF)
 WORKING_DIR = _s(
     "WORKING_DIR", "The working folder submitted (the command runs in its snapshot).", kind=HANDOFF
+)
+CHECKPOINT_DIR = _s(
+    "CHECKPOINT_DIR",
+    "A folder on the node for the job run's checkpoints: the same path in every attempt, copied "
+    "home while the attempt runs, put back on every node before a retry (docs/checkpoints.md).",
+    kind=HANDOFF,
 )
 GROUP = _s(
     "GROUP",

@@ -30,6 +30,22 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int =
         raise
 
 
+def copy_atomic(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Copy ``source`` over ``target`` at once, its modification time kept: a reader of
+    ``target`` sees the old file or the whole new one."""
+    import shutil
+
+    final = Path(target)
+    partial = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(source, partial)
+        shutil.copystat(source, partial)
+        partial.replace(final)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
 def write_json(path: str | os.PathLike[str], value: Any, *, mode: int = 0o600, **dump: Any) -> None:
     """``write_atomic`` of ``value`` as JSON (``dump``: ``json.dumps`` options)."""
     write_atomic(path, json.dumps(value, **dump), mode=mode)

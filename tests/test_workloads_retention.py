@@ -9,7 +9,7 @@ from test_workloads_store import new_job
 
 from jupyter_air.workloads.logfile import LogWriter
 from jupyter_air.workloads.logquery import query_logs
-from jupyter_air.workloads.paths import job_dir, log_path
+from jupyter_air.workloads.paths import checkpoint_home, checkpoint_node_dir, job_dir, log_path
 from jupyter_air.workloads.retention import purge_logs
 from jupyter_air.workloads.store import JobStore
 
@@ -43,10 +43,20 @@ def test_purge(tmp_path, monkeypatch):
     for snapshot in snapshots:
         snapshot.mkdir()
         (snapshot / "train.py").write_text("print(1)\n")
+    checkpoints = []
+    for job in (old, recent):
+        kept = checkpoint_home(store.data_dir, job.id) / "node_0" / "model.pt"
+        on_node = checkpoint_node_dir(store.data_dir, job.id, 0) / "model.pt"
+        for path in (kept, on_node):
+            path.parent.mkdir(parents=True)
+            path.write_bytes(b"w" * 1000)
+        checkpoints.append((kept, on_node))
     report = purge_logs(store)
-    assert report.jobs == [old.id] and report.bytes > 0
+    assert report.jobs == [old.id] and report.bytes > 2000
     assert not old_log.exists() and not old_log.parent.exists()
     assert not snapshots[0].exists() and snapshots[1].exists()  # with its logs
+    assert not any(p.exists() for p in checkpoints[0])  # and its checkpoints
+    assert all(p.exists() for p in checkpoints[1])
     assert recent_log.exists() and running_log.exists()
     assert store.log_files(old.id) == []
     assert len(store.log_files(recent.id)) == 1

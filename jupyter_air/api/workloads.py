@@ -46,6 +46,33 @@ class RunLinks(ApiModel):
     experiment: str | None = None
 
 
+class CheckpointRestored(ApiModel):
+    """The checkpoint an attempt started from: what was put back on its nodes."""
+
+    attempt: int | None = Field(None, description="the attempt that saved it")
+    run_id: str | None = Field(None, description="that attempt's MLflow run")
+    saved_at: UnixTime | None = None
+    bytes: int = 0
+    files: int = 0
+
+
+class CheckpointSaved(ApiModel):
+    """What an attempt brought home from its nodes' checkpoint folders."""
+
+    bytes: int = 0
+    files: int = 0
+    at: UnixTime | None = Field(None, description="when the last file came home")
+    error: str | None = None
+
+
+class AttemptCheckpoint(ApiModel):
+    """An attempt's checkpoint (docs/checkpoints.md) and torch elastic's restarts in it."""
+
+    restored: CheckpointRestored | None = None
+    saved: CheckpointSaved | None = None
+    restarts: int | None = Field(None, description="null while the attempt runs")
+
+
 class JobAttempt(ApiModel):
     """One attempt of a job run (the first, or a retry), with its MLflow run."""
 
@@ -64,6 +91,7 @@ class JobAttempt(ApiModel):
     backend: str = Field("local", description="'local' or 'ray'")
     nodes: list[JobNode] = []
     links: RunLinks = RunLinks()
+    checkpoint: AttemptCheckpoint | None = None
 
 
 class JobLinks(ApiModel):

@@ -24,7 +24,7 @@ from .render import (
 )
 
 if TYPE_CHECKING:
-    from ..api.workloads import Job
+    from ..api.workloads import Job, JobAttempt
     from ..workloads.store import JobRun, JobStore
 
 ACTIVE = [s.value for s in JobStatus if s in JOB_ACTIVE]
@@ -186,6 +186,34 @@ def _print_attempts(view: Job) -> None:
     headers = ["#", "STATUS", "STARTED", "DURATION", "WHERE", "REASON", "MLFLOW RUN"]
     # the runs' links follow (Links); on a narrow terminal: without where and how long
     table(headers, rows, indent=2, keep=(0, 1, 6), drop=(4, 3, 2))
+    lines = [(f"Attempt {a.attempt}", checkpoint_text(a)) for a in view.attempts]
+    if any(text for _, text in lines):
+        print("\nCheckpoints")
+        fields(lines, 13)
+
+
+def checkpoint_text(attempt: JobAttempt) -> str | None:
+    """What an attempt started from and saved (docs/checkpoints.md), and its restarts."""
+    from ..workloads.snapshot import size_text
+
+    record = attempt.checkpoint
+    if record is None:
+        return None
+    parts = []
+    if record.restored is not None:
+        got = record.restored
+        when = f", saved {time_text(got.saved_at)}" if got.saved_at else ""
+        parts.append(
+            f"resumed from attempt {got.attempt} ({got.files} files, {size_text(got.bytes)}{when})"
+        )
+    saved = record.saved
+    if saved is not None and saved.files:
+        parts.append(f"saved {saved.files} files, {size_text(saved.bytes)}")
+    if saved is not None and saved.error:
+        parts.append(f"error: {saved.error}")
+    if record.restarts:
+        parts.append(f"{record.restarts} restart{'s' if record.restarts != 1 else ''} in place")
+    return "; ".join(parts) or None
 
 
 def _print_links(view: Job) -> None:

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from ..api.enums import run_status_of
 from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
-from ..config import ATTEMPT, SYSTEM_METRICS_INTERVAL_S
+from ..config import ATTEMPT, CHECKPOINT_DIR, SYSTEM_METRICS_INTERVAL_S
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB, TAG_REASON
-from .paths import log_path
+from .checkpoints import CheckpointSync, Home, LocalFolder, count_restarts
+from .paths import checkpoint_home, checkpoint_node_dir, log_path
 from .snapshot import (
     CODE_FOLDER,
     WORKING_DIR_ENV,
@@ -43,6 +44,10 @@ TAG_SCHEDULE_ID = "jupyter_air.schedule_id"
 TAG_SCHEDULE = "jupyter_air.schedule"
 MAX_REASON_TAG = 5000  # MLflow's limit for a tag's value is larger; a reason is a sentence
 TAG_DESCRIPTION = "mlflow.note.content"  # the run page's description (Markdown)
+TAG_RESUMED_FROM = "jupyter_air.resumed_from_attempt"
+TAG_RESUMED_RUN = "jupyter_air.resumed_from_run"
+TAG_CHECKPOINT = "jupyter_air.checkpoint"
+TAG_RESTARTS = "jupyter_air.restarts"
 
 
 def logs_note(job: JobRun, attempt: int) -> str:
@@ -71,6 +76,10 @@ class JobAttempts:
         self.run: Any = None
         self.writers: dict[int, Any] = {}
         self.uploader: Any = None
+        location = job.spec.get("checkpoint_location")
+        home = location or str(checkpoint_home(self.store.data_dir, job.id))
+        self.checkpoints = CheckpointSync(Home(home))
+        self.checkpoint: dict[str, Any] = {}  # this attempt's: restored, saved, restarts
 
     # before ----------------------------------------------------------------------------------
     def prepare(self, attempt: int) -> GroupLaunch:
@@ -107,7 +116,9 @@ class JobAttempts:
                 lambda: {n: w.stats.bytes for n, w in writers.items()},
             ).start()
         spec = job.spec
+        restarts = int(spec.get("max_restarts") or 0)
         owned = {
+            **({"PET_MAX_RESTARTS": str(restarts)} if restarts else {}),
             **(spec.get("env_variables") or {}),
             **self.tracking.env(),
             **(run.env() if run is not None else {}),
@@ -118,11 +129,12 @@ class JobAttempts:
         argv = argv_for(spec["command"])
         cwd = attempt_cwd(job.working_dir, CodeRecord.from_dict(spec.get("code")))
         files, folders = self._call_files(attempt)
+        checkpoints = self._restore(attempt)
         nodes = [
             NodeLaunch(
                 node=node,
                 argv=argv,
-                env=owned,
+                env={**owned, CHECKPOINT_DIR.name: checkpoints[node].path},
                 cwd=cwd,
                 writer=self.writers[node],
                 gpus=tuple(job.gpus[node]) if node < len(job.gpus) else (),
@@ -140,6 +152,46 @@ class JobAttempts:
             accelerators=int(compute.get("num_accelerators", 1)) if uses_gpus else 0,
             accelerator_type=str(compute.get("accelerator_type", "GPU")),
             grace_s=self.supervisor.grace_s,
+        )
+
+    def _restore(self, attempt: int) -> dict[int, LocalFolder]:
+        """Every node's checkpoint folder, the latest checkpoint put back in it; the run of a
+        resumed attempt says which attempt it resumed from."""
+        data, job = self.store.data_dir, self.job
+        folders = {
+            n: LocalFolder(str(checkpoint_node_dir(data, job.id, n))) for n in range(job.num_nodes)
+        }
+        for folder in folders.values():
+            Path(folder.path).mkdir(parents=True, exist_ok=True)
+        sync = self.checkpoints
+        sync.run_id = self.run.run_id if self.run is not None else None
+        restored = None
+        try:
+            restored = sync.restore(attempt, folders)
+        except Exception as error:
+            log.error("putting the checkpoint back:\n%s", traceback.format_exc())
+            note = f"attempt {attempt} started without its checkpoint: {error}"
+            self.disk.tolerate("a warning", self.store.add_warning, job.id, note)
+        self.checkpoint = {"restored": restored}
+        self._record_checkpoint(attempt)
+        run = self.run
+        if run is not None and restored is not None:
+            tags = {
+                TAG_RESUMED_FROM: str(restored.get("attempt")),
+                TAG_RESUMED_RUN: str(restored.get("run_id") or ""),
+            }
+            for name, value in tags.items():
+                self.tracking.call("tagging the run", run.client.set_tag, run.run_id, name, value)
+        return folders
+
+    def _record_checkpoint(self, attempt: int) -> None:
+        import json
+
+        self.disk.tolerate(
+            "recording the checkpoint",
+            self.store.update_attempt,
+            *(self.job.id, attempt),
+            checkpoint=json.dumps(self.checkpoint),
         )
 
     def _log_code(self, run: Any) -> None:
@@ -222,6 +274,7 @@ class JobAttempts:
     # while -----------------------------------------------------------------------------------
     def started(self, attempt: int, group: NodeGroup) -> None:
         self.disk.tolerate("recording the nodes", self._record_nodes, attempt, group)
+        self.checkpoints.start()
         if self.run is not None:
             self._start_metrics(group)
 
@@ -279,7 +332,7 @@ class JobAttempts:
         attempt stops, and the job run is not retried (once said, it stays said)."""
         if self.out_of_space is None and any(w.overflowing for w in self.writers.values()):
             self.out_of_space = self.disk.saw()
-        return self.out_of_space
+        return self.out_of_space or self.checkpoints.over
 
     # after -----------------------------------------------------------------------------------
     def ended(self, attempt: int, group: NodeGroup | None, outcome: Outcome) -> None:
@@ -305,6 +358,7 @@ class JobAttempts:
                 note = f"{writer.lost_total} lines of {writer.path.name} lost: {disk.saw()}"
                 disk.tolerate("a warning", self.store.add_warning, job.id, note)
         disk.until_written("indexing the logs", self._index, attempt, complete=True)
+        self._keep_checkpoint(attempt, outcome)
         if self.uploader is not None:
             self.uploader.finish()
             disk.tolerate("marking the logs uploaded", self._mark_uploaded, attempt)
@@ -327,6 +381,30 @@ class JobAttempts:
             signal=outcome.signal,
             timed_out=outcome.timed_out,
         )
+
+    def _keep_checkpoint(self, attempt: int, outcome: Outcome) -> None:
+        """Bring home what the nodes wrote last; record it, and torch elastic's restarts."""
+        try:
+            saved = self.checkpoints.finish()
+        except Exception as error:
+            log.error("bringing the checkpoint home:\n%s", traceback.format_exc())
+            saved = {"error": str(error)}
+        self.checkpoint["saved"] = saved or None
+        most = int(self.job.spec.get("max_restarts") or 0)
+        logs = {n: w.path for n, w in self.writers.items()}
+        restarts = count_restarts(logs, most=most, ended_failed=outcome.status != "SUCCEEDED")
+        self.checkpoint["restarts"] = restarts
+        self._record_checkpoint(attempt)
+        run = self.run
+        if run is None:
+            return
+        tags: dict[str, str] = {}
+        if most:
+            tags[TAG_RESTARTS] = str(restarts)
+        if saved.get("files"):
+            tags[TAG_CHECKPOINT] = f"{saved['files']} files saved, {saved['bytes']} bytes"
+        for name, value in tags.items():
+            self.tracking.call("tagging the run", run.client.set_tag, run.run_id, name, value)
 
     def _mark_uploaded(self, attempt: int) -> None:
         """Log files whose last upload went through; the others are uploaded by reconcile."""

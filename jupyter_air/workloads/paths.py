@@ -43,6 +43,21 @@ def attempt_dir(data: Path, job_id: str, attempt: int) -> Path:
     return job_dir(data, job_id) / f"attempt_{_index(attempt, 'attempt', 1)}"
 
 
+def checkpoint_home(data: Path, job_id: str) -> Path:
+    """Where a job run's checkpoints are kept when its YAML names no checkpoint_location."""
+    return job_dir(data, job_id) / "checkpoint"
+
+
+def nodes_dir(data: Path, job_id: str) -> Path:
+    """The folders of a job run's nodes when they run on this machine."""
+    return job_dir(data, job_id) / "nodes"
+
+
+def checkpoint_node_dir(data: Path, job_id: str, node: int) -> Path:
+    """Node ``node``'s JUPYTER_AIR_CHECKPOINT_DIR when it runs on this machine (every attempt)."""
+    return nodes_dir(data, job_id) / f"node_{_index(node, 'node', 0)}" / "checkpoint"
+
+
 def log_path(data: Path, job_id: str, attempt: int, node: int) -> Path:
     return attempt_dir(data, job_id, attempt) / f"node_{_index(node, 'node', 0)}.log"
 

@@ -1,7 +1,9 @@
 """Log retention: the logs of job runs that ended more than N days ago (60 by default) are
 removed — their files and their rows in the log index — with their code snapshots (the small
-ones stay in their MLflow runs as the artifact ``code/``). Job runs stay listed (marked as purged)
-and their MLflow runs, with the log artifacts uploaded to them, are kept.
+ones stay in their MLflow runs as the artifact ``code/``) and the checkpoints kept in their
+folder (a ``checkpoint_location`` elsewhere is the user's storage, left as it is). Job runs stay
+listed (marked as purged) and their MLflow runs, with the log artifacts uploaded to them, are
+kept.
 
 Runs at every submission (cheap: one indexed query) and is what the Jupyter server calls daily.
 ``config.LOG_RETENTION_DAYS`` changes the period (0 turns purging off).
@@ -15,7 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..config import LOG_RETENTION_DAYS
-from .paths import job_dir
+from .checkpoints import remove_home
+from .paths import checkpoint_home, job_dir, nodes_dir
 from .snapshot import CODE_FOLDER
 from .store import JobStore
 
@@ -52,6 +55,8 @@ def purge_logs(
         for attempt in folder.glob("attempt_*"):
             shutil.rmtree(attempt, ignore_errors=True)
         shutil.rmtree(folder / CODE_FOLDER, ignore_errors=True)  # its code snapshot too
+        for kept in (checkpoint_home(data, job_id), nodes_dir(data, job_id)):  # and its checkpoints
+            report.bytes += remove_home(str(kept))
         store.mark_logs_purged(job_id)
         report.jobs.append(job_id)
     return report

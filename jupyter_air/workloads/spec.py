@@ -8,6 +8,8 @@ mlflow_artifact_location: ./artifacts # used when the experiment is created
 compute: {num_accelerators: 2, accelerator_type: GPU, num_nodes: 1}
 command: torchrun --nproc_per_node=2 train.py
 max_retries: 2
+max_restarts: 1                       # torchrun restarts a crashed rank's group in place
+checkpoint_location: s3://bucket/ckpt # default: the job run's folder (docs/checkpoints.md)
 timeout_minutes: 60                   # per attempt
 working_dir: .                        # default: the YAML file's folder
 code_source: snapshot                 # or live; default snapshot (live on the ray backend)
@@ -30,7 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from ..config import ATTEMPT, JOB_ID
+from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID
 from ..rendering import control_character
 from .yaml_source import Document, Problem, YamlSyntaxError, dotted, load
 
@@ -68,6 +70,7 @@ RESERVED_ENV = frozenset(
         "NNODES",
         JOB_ID.name,
         ATTEMPT.name,
+        CHECKPOINT_DIR.name,
     }
 )
 
@@ -160,6 +163,14 @@ class WorkloadSpec(BaseModel):
     max_retries: Retries = 0
     """Attempts after the first one that fails (non-zero exit, killed by a signal, or timed
     out)."""
+    max_restarts: Retries = 0
+    """Restarts torchrun (torch elastic) may make of a node's ranks within one attempt when one
+    crashes, before the attempt fails (given to it as PET_MAX_RESTARTS; the attempt's MLflow run
+    records how many it made)."""
+    checkpoint_location: Text | None = None
+    """Where the job run's checkpoints are kept (what the command writes in
+    $JUPYTER_AIR_CHECKPOINT_DIR): a folder (relative to the YAML file's folder) or an fsspec URI
+    such as s3://bucket/path (fsspec and its store's package installed)."""
     timeout_minutes: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_MINUTES)] | None = None
     """Per attempt: an attempt still running after this long is stopped and counts as failed
     (so it is retried)."""
@@ -272,6 +283,8 @@ FIELD_HELP: dict[str, str] = {
         "(e.g. torchrun --nproc_per_node=2 train.py), at most 64 KiB each"
     ),
     "max_retries": f"must be an integer from 0 to {MAX_RETRIES}",
+    "max_restarts": f"must be an integer from 0 to {MAX_RETRIES}",
+    "checkpoint_location": "must be a non-empty string: a folder path or an fsspec URI",
     "timeout_minutes": f"must be a positive number of minutes, at most {MAX_TIMEOUT_MINUTES}",
     "working_dir": "must be a folder path (a non-empty string)",
     "code_source": (
@@ -297,6 +310,7 @@ FIELD_HELP: dict[str, str] = {
 UNSET_MEANS = {
     "mlflow_run_name": "experiment_name",
     "mlflow_artifact_location": "the tracking server's default",
+    "checkpoint_location": "the job run's folder",
     "compute.backend": "chosen (see the field's help)",
     "timeout_minutes": "none",
     "working_dir": "the YAML file's folder",
@@ -382,6 +396,7 @@ def load_spec(
         problems.extend(_problems(error, document, data))
     problems.extend(_env_problems(data, document))
     problems.extend(_working_dir_problems(data, base, document))
+    problems.extend(_checkpoint_problems(data, document))
     if spec is not None:
         spec = _resolve_paths(spec, base)
     if problems:
@@ -640,11 +655,43 @@ def _resolve_paths(spec: WorkloadSpec, base: Path) -> WorkloadSpec:
     working = base
     if spec.working_dir is not None:
         working = (base / Path(spec.working_dir).expanduser()).resolve()
-    location = spec.mlflow_artifact_location
-    if location and not urllib.parse.urlparse(location).scheme:
-        location = str((base / Path(location).expanduser()).resolve())
-    update = {"working_dir": str(working), "mlflow_artifact_location": location}
+    update = {
+        "working_dir": str(working),
+        "mlflow_artifact_location": _local_resolved(spec.mlflow_artifact_location, base),
+        "checkpoint_location": _local_resolved(spec.checkpoint_location, base),
+    }
     return spec.model_copy(update=update)
+
+
+def _local_resolved(location: str | None, base: Path) -> str | None:
+    """A path relative to ``base`` made absolute; a URI kept as it is."""
+    if location and not urllib.parse.urlparse(location).scheme:
+        return str((base / Path(location).expanduser()).resolve())
+    return location
+
+
+def _checkpoint_problems(data: dict, document: Document) -> list[Problem]:
+    """A checkpoint URI whose store this machine cannot reach (fsspec missing)."""
+    value = data.get("checkpoint_location")
+    if not isinstance(value, str):
+        return []
+    scheme = urllib.parse.urlparse(value).scheme
+    if len(scheme) <= 1 or scheme == "file":
+        return []
+    try:
+        import fsspec
+
+        fsspec.get_filesystem_class(scheme)
+    except (ImportError, ValueError) as error:
+        return [
+            Problem(
+                "checkpoint_location",
+                f"{scheme}:// needs fsspec and its store's package here ({error})",
+                line=document.line_of(("checkpoint_location",), value=True),
+                hint="pip install fsspec (and e.g. s3fs), or use a folder path",
+            )
+        ]
+    return []
 
 
 def _shown(value: Any) -> str:

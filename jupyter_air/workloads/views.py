@@ -131,6 +131,7 @@ def _attempt(job: JobRun, attempt: Attempt, conn: Connection | None, now: float)
         backend=attempt.backend or "local",
         nodes=[JobNode.model_validate(n, from_attributes=True) for n in attempt.nodes],
         links=RunLinks(**links),
+        checkpoint=attempt.checkpoint,
     )
 
 

@@ -12,6 +12,37 @@ export interface IAgentInfo {
 }
 
 /**
+ * An attempt's checkpoint (docs/checkpoints.md) and torch elastic's restarts in
+ * it.
+ */
+export interface IAttemptCheckpoint {
+  restored: ICheckpointRestored | null;
+  saved: ICheckpointSaved | null;
+  /** null while the attempt runs */
+  restarts: number | null;
+}
+
+/** The checkpoint an attempt started from: what was put back on its nodes. */
+export interface ICheckpointRestored {
+  /** the attempt that saved it */
+  attempt: number | null;
+  /** that attempt's MLflow run */
+  run_id: string | null;
+  saved_at: number | null;
+  bytes: number;
+  files: number;
+}
+
+/** What an attempt brought home from its nodes' checkpoint folders. */
+export interface ICheckpointSaved {
+  bytes: number;
+  files: number;
+  /** when the last file came home */
+  at: number | null;
+  error: string | null;
+}
+
+/**
  * Every node with its GPUs' latest values and health, sorted by node name. With
  * `?since=<now of an earlier answer>` only nodes that changed since then are in
  * `nodes`; `node_names` always lists them all.
@@ -271,6 +302,7 @@ export interface IJobAttempt {
   backend: string;
   nodes: IJobNode[];
   links: IRunLinks;
+  checkpoint: IAttemptCheckpoint | null;
 }
 
 /**

@@ -132,6 +132,7 @@ class AttemptRows(StoreBase):
                     backend=row["backend"],
                     hosts=row["hosts"],
                     nodes=nodes.get(key, []),
+                    checkpoint=_json_object(row["checkpoint"]),
                 )
             )
         return out
@@ -177,3 +178,14 @@ class AttemptRows(StoreBase):
         with self._write() as conn:
             conn.execute("DELETE FROM log_files WHERE job_id = ?", (job_id,))
             conn.execute("UPDATE jobs SET logs_purged_at = ? WHERE id = ?", (time.time(), job_id))
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    """A JSON column holding an object; None when empty or not one."""
+    import json
+
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -81,6 +81,7 @@ class Attempt:
     backend: str | None = None
     hosts: str | None = None
     nodes: list[NodeProcess] = field(default_factory=list)
+    checkpoint: dict[str, Any] | None = None  # restored, saved, restarts (checkpoints.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,7 +4,7 @@ version, and ``SCHEMA_MIGRATIONS[n]`` takes it from version n to n + 1.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 _SCHEMA = [
@@ -154,5 +154,10 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
     6: [
         # the MLflow run page's logs (air/api/runs/{run}/logs): from a run to its attempt
         "CREATE INDEX attempts_mlflow_run ON attempts (mlflow_run_id)",
+    ],
+    7: [
+        # JSON: the checkpoint an attempt started from, what it saved, torch elastic's restarts
+        # (workloads/checkpoints.py)
+        "ALTER TABLE attempts ADD COLUMN checkpoint TEXT",
     ],
 }
