@@ -62,6 +62,7 @@ export function attempt(
     duration_s: 60,
     backend: 'local',
     nodes: [node(0, 100 + n, 0), node(1, 200 + n, 0)],
+    checkpoint: null,
     links: {
       run: `${UI}#/experiments/7/runs/${runId}?workflowType=machine_learning`,
       system_metrics: `${UI}#/experiments/7/runs/${runId}/system-metrics`,

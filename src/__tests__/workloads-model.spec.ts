@@ -1,7 +1,12 @@
 import { APIError } from '../api';
 import { workloadsQueryString } from '../workloads/api';
 import { statusClass } from '../common/status';
-import { attemptReason, attemptsText, computeText } from '../workloads/format';
+import {
+  attemptReason,
+  attemptsText,
+  checkpointText,
+  computeText
+} from '../workloads/format';
 import { JobModel } from '../workloads/job-model';
 import {
   ACTIVE_POLL_MS,
@@ -20,6 +25,26 @@ import {
 } from './workloads-fixtures';
 
 describe('workloads API and text', () => {
+  it('says what an attempt resumed from, saved and restarted', () => {
+    expect(checkpointText(trans, attempt(1))).toBe('');
+    const resumed = attempt(2, {
+      checkpoint: {
+        restored: {
+          attempt: 1,
+          run_id: 'run1abc',
+          saved_at: T0_S - 120,
+          bytes: 2048,
+          files: 1
+        },
+        saved: { bytes: 3 * 2 ** 20, files: 2, at: T0_S - 50, error: null },
+        restarts: 1
+      }
+    });
+    expect(checkpointText(trans, resumed)).toBe(
+      'resumed from attempt 1 (1 file, 2.0 KiB) · saved 2 files, 3.0 MiB · 1 restart in place'
+    );
+  });
+
   it('builds list queries', () => {
     expect(
       workloadsQueryString({

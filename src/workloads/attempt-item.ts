@@ -1,6 +1,6 @@
 /**
  * One attempt on a job run's page: its number, status, duration, why it ended, how each node
- * ended, and its MLflow run, system metrics and logs. Built once per attempt, updated in place.
+ * ended, the checkpoint it resumed from and saved, and its MLflow run, system metrics and logs. Built once per attempt, updated in place.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -10,6 +10,7 @@ import { statusClass, statusLabel } from '../common/status';
 import { num } from '../common/text';
 import {
   attemptReason,
+  checkpointText,
   elapsedMs,
   formatElapsed,
   formatTimeFull
@@ -47,6 +48,7 @@ export class AttemptItem {
     line1.append(this._title, this._status, this._duration);
     this._reason = h('div', 'jp-air-wl-attempt-reason');
     this._nodes = h('div', 'jp-air-wl-attempt-nodes');
+    this._checkpoint = h('div', 'jp-air-wl-attempt-checkpoint');
     const links = h('div', 'jp-air-wl-attempt-links');
     this._run = new MlflowLink(
       commands,
@@ -67,7 +69,7 @@ export class AttemptItem {
       trans.__("This attempt's logs")
     );
     links.append(this._run.node, this._metrics.node, logs);
-    this.node.append(line1, this._reason, this._nodes, links);
+    this.node.append(line1, this._reason, this._nodes, this._checkpoint, links);
   }
 
   readonly node: HTMLLIElement;
@@ -111,6 +113,9 @@ export class AttemptItem {
     const nodesText = nodes.map(node => nodeText(trans, node)).join(' · ');
     setText(this._nodes, nodesText);
     setHidden(this._nodes, !nodesText);
+    const checkpoint = checkpointText(trans, attempt);
+    setText(this._checkpoint, checkpoint);
+    setHidden(this._checkpoint, !checkpoint);
     const links: Partial<IAttemptLinks> =
       attempt.links && typeof attempt.links === 'object' ? attempt.links : {};
     this._run.update(links.run);
@@ -123,6 +128,7 @@ export class AttemptItem {
   private readonly _duration: HTMLSpanElement;
   private readonly _reason: HTMLDivElement;
   private readonly _nodes: HTMLDivElement;
+  private readonly _checkpoint: HTMLDivElement;
   private readonly _run: MlflowLink;
   private readonly _metrics: MlflowLink;
   private _attempt = 0;

@@ -121,3 +121,64 @@ export function attemptReason(
   const code = num(attempt.exit_code);
   return code === null ? '' : trans.__('exited with code %1', code);
 }
+
+/** Bytes as people read them: `512 B`, `2.0 KiB`, `1.5 GiB`. */
+export function sizeText(bytes: number): string {
+  const units: [string, number][] = [
+    ['GiB', 2 ** 30],
+    ['MiB', 2 ** 20],
+    ['KiB', 2 ** 10]
+  ];
+  for (const [unit, size] of units) {
+    if (bytes >= size) {
+      return `${(bytes / size).toFixed(1)} ${unit}`;
+    }
+  }
+  return `${bytes} B`;
+}
+
+/**
+ * What an attempt's checkpoint was (docs/checkpoints.md): `resumed from attempt 1 (1 file,
+ * 2.0 KiB) · saved 2 files, 4.0 KiB · 1 restart in place`; `''` when it had none.
+ */
+export function checkpointText(
+  trans: TranslationBundle,
+  attempt: IAttempt
+): string {
+  const record = attempt.checkpoint;
+  if (!record || typeof record !== 'object') {
+    return '';
+  }
+  const parts: string[] = [];
+  const restored = record.restored;
+  if (restored && typeof restored === 'object') {
+    const files = trans._n('%1 file', '%1 files', num(restored.files) ?? 0);
+    parts.push(
+      trans.__(
+        'resumed from attempt %1 (%2, %3)',
+        num(restored.attempt) ?? '?',
+        files,
+        sizeText(num(restored.bytes) ?? 0)
+      )
+    );
+  }
+  const saved = record.saved;
+  const savedFiles =
+    saved && typeof saved === 'object' ? num(saved.files) : null;
+  if (saved && savedFiles) {
+    parts.push(
+      trans.__(
+        'saved %1, %2',
+        trans._n('%1 file', '%1 files', savedFiles),
+        sizeText(num(saved.bytes) ?? 0)
+      )
+    );
+  }
+  const restarts = num(record.restarts);
+  if (restarts) {
+    parts.push(
+      trans._n('%1 restart in place', '%1 restarts in place', restarts)
+    );
+  }
+  return parts.join(' · ');
+}
