@@ -355,17 +355,18 @@ def test_a_call_s_nodes_are_kept_for_the_next_call_and_released_after(cluster_en
     )
     assert done.returncode == 0, done.stderr[-3000:]
     answers = json.loads(done.stdout.strip().splitlines()[-1])
+    said = done.stderr[-3000:]  # why a call's nodes were not kept, when they were not
     first, second, third = answers["first"], answers["second"], answers["third"]
     assert all(isinstance(pid, int) for pid in first) and len(set(first)) == 2  # 2 actors
-    assert second == first  # the kept actors served the second call
-    assert len(answers["held_after_first"]) == 1  # its placement group, kept
+    assert second == first, said  # the kept actors served the second call
+    assert len(answers["held_after_first"]) == 1, said  # its placement group, kept
     assert answers["held_after_zero"] == []  # keep_nodes=0: released at the call's end
     assert set(third).isdisjoint(first)  # placed anew: new actors
-    assert len(answers["held_kept"]) == 1
+    assert len(answers["held_kept"]) == 1, said
     assert answers["other_placed_s"] < 20 and answers["held_after_other"] == []  # made way
     assert set(answers["fourth"]).isdisjoint(third)
     # kept for its time (20 s: the call's return takes far less), then released by itself
-    assert len(answers["held_for_20_s"]) == 1, done.stderr[-3000:]
+    assert len(answers["held_for_20_s"]) == 1, said
     assert answers["held_after_expiry"] == []
     assert "kept up to 60 s for the next call" in done.stdout  # said once, in the output
     assert calls_processes() == []

@@ -29,14 +29,11 @@ from ..config import GROUP, NODE_IP
 from .base import node_environment
 
 
-def _is_keeper(pid: int, group: int) -> bool:
-    """Whether ``pid`` is the keeper of the command whose process group is ``group``."""
-    import psutil
-
+def _in_group(pid: int, group: int) -> bool:
+    """Whether ``pid`` is still in the process group ``group``."""
     try:
-        process = psutil.Process(pid)
-        return os.getpgid(pid) == group and "jupyter_air.backends.keeper" in process.cmdline()
-    except (psutil.Error, OSError):
+        return os.getpgid(pid) == group
+    except OSError:
         return False
 
 
@@ -228,17 +225,21 @@ class NodeRunner:
         self.finish_capture()
 
     def leftovers(self, grace_s: float) -> list[int]:
-        """Stop what still runs on this node for this attempt (left its process group); the
-        pids. The command's keeper carries the group's id too; once it wrote how the command
-        ended it only exits (slowly on a loaded machine), so it is no leftover."""
-        from ..pids import process_start_time, stop_processes
+        """Stop what still runs on this node for this attempt and left the command's process
+        group; the pids. Once the command ended, what is still in its group only exits (the
+        keeper after writing how the command ended, multiprocessing's resource tracker; slowly
+        on a loaded machine): the group is stopped, and that is no leftover."""
+        from ..pids import kill_group, process_start_time, stop_processes
         from ..workloads.processes import job_processes
 
-        ended = self.handle is not None and self.handle.poll() is not None
+        handle = self.handle
+        ended = handle is not None and handle.poll() is not None
+        if ended:
+            kill_group(handle.pid)
         pids = [
             pid
             for pid in job_processes(self.group, GROUP_ENV)
-            if not (ended and self.handle is not None and _is_keeper(pid, self.handle.pid))
+            if not (ended and _in_group(pid, handle.pid))
         ]
         stop_processes(pids, grace_s, {pid: process_start_time(pid) for pid in pids})
         return pids
