@@ -165,6 +165,16 @@ def kill_group(pgid: int) -> bool:
     return signal_group(pgid, signal.SIGKILL)
 
 
+def kill_process(pid: int) -> bool:
+    """SIGKILL to process ``pid`` (its caller checked it is still the one it started); False
+    when it is gone (or not ours)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def stop_processes(
     pids: Iterable[int], grace_s: float = 10.0, started: dict[int, float | None] | None = None
 ) -> list[int]:

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..files import write_atomic, write_json
+from ..pids import kill_group
 from .devices import DevicePlan, plan_devices, say_once
 from .errors import DistributedTimeoutError, LauncherError, TorchNotInstalledError
 from .failures import collect_failures, rank_error
 from .output import RankOutput
 from .payload import build_payload, function_name
-from .processes import RankProcess, signal_group, signal_name
+from .processes import RankProcess, signal_group, signal_name, stop_signal_name
 from .rundir import RunDir, create_run_dir, record_stops
 
 if TYPE_CHECKING:
@@ -312,7 +313,7 @@ class Launch:
                 if self._some_rank_failed():
                     failing_since = now
             elif failing_since is not None and now - failing_since > self.options.grace_period + 1:
-                self._kill_ranks(signal.SIGKILL)
+                self._kill_ranks(last_resort=True)
                 failing_since = now
             if not busy:
                 time.sleep(POLL_S)
@@ -393,15 +394,20 @@ class Launch:
                 if info:
                     self.ranks[rank] = RankProcess(rank, int(info["pid"]), float(info["started"]))
 
-    def _kill_ranks(self, sig: int) -> None:
-        """Signal every rank still running, noting first that the launch stopped them."""
+    def _kill_ranks(self, last_resort: bool = False) -> None:
+        """SIGTERM (SIGKILL as the ``last_resort``) to every rank still running, noting first
+        that the launch stopped them."""
         self._read_ranks()
         alive = [process for process in self.ranks.values() if process.alive()]
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
-                record_stops(self.run_dir, "driver", [p.rank for p in alive], signal_name(sig))
+                sent = stop_signal_name(last_resort)
+                record_stops(self.run_dir, "driver", [p.rank for p in alive], sent)
         for process in alive:
-            process.signal(sig)
+            if last_resort:
+                process.kill()
+            else:
+                process.signal(signal.SIGTERM)
 
     def _stop(self, why: str) -> None:
         """Stop the agent and every rank: SIGTERM, then SIGKILL after the grace period; return
@@ -414,7 +420,7 @@ class Launch:
             self._read_ranks()
             if agent.poll() is None:
                 signal_group(agent.pid, signal.SIGTERM)  # elastic stops its ranks (SIGTERM)
-            self._kill_ranks(signal.SIGTERM)  # and directly, those the agent may not reach
+            self._kill_ranks()  # and directly, those the agent may not reach
             deadline = started + self.options.grace_period
             while (agent.poll() is None or self._any_rank_alive()) and (
                 time.monotonic() < deadline
@@ -422,8 +428,8 @@ class Launch:
                 self._pump_quietly()
                 time.sleep(POLL_S)
             if agent.poll() is None:
-                signal_group(agent.pid, signal.SIGKILL)
-            self._kill_ranks(signal.SIGKILL)  # only those still alive
+                kill_group(agent.pid)
+            self._kill_ranks(last_resort=True)  # only those still alive
             with contextlib.suppress(subprocess.TimeoutExpired):
                 agent.wait(timeout=2)
             self._wait_ranks_gone(timeout_s=2)
@@ -449,7 +455,7 @@ class Launch:
                         file=sys.stderr,
                     )
                     return
-                self._kill_ranks(signal.SIGKILL)
+                self._kill_ranks(last_resort=True)
                 killed, deadline = True, time.monotonic() + 5
             time.sleep(POLL_S)
 

@@ -1,0 +1,296 @@
+"""The package's layers, read from the source with ``ast`` (nothing of jupyter_air is imported):
+no import circle, backends that know nothing of workloads, modules that stay short, one place
+that sends SIGKILL and a few that name ``JUPYTER_AIR_*`` settings."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "jupyter_air"
+MAX_LINES = 500
+# Over MAX_LINES and still to be split (other work is changing their bodies); empty this list as
+# each one is split, never add to it.
+LONG_MODULES_TO_SPLIT = {
+    "jupyter_air.backends.ray_backend",
+    "jupyter_air.launch.driver",
+    "jupyter_air.workloads.logquery",
+    "jupyter_air.workloads.spec",
+}
+# Circles that pass through imports inside functions, and backends/ modules that reach up into
+# workloads/: what is left of them; the lists only shrink.
+CIRCLES_TO_REMOVE = [
+    ["jupyter_air.agent_command", "jupyter_air.cli.parser"],
+    ["jupyter_air.launch.cluster", "jupyter_air.launch.driver", "jupyter_air.launch.remote"],
+    ["jupyter_air.workloads.reconcile", "jupyter_air.workloads.supervisor"],
+]
+BACKENDS_IMPORTING_WORKLOADS = {
+    "jupyter_air.backends.base → jupyter_air.workloads.logfile",
+    "jupyter_air.backends.base → jupyter_air.workloads.spec",
+    "jupyter_air.backends.local → jupyter_air.workloads.capture",
+    "jupyter_air.backends.local → jupyter_air.workloads.logfile",
+    "jupyter_air.backends.local → jupyter_air.workloads.processes",
+    "jupyter_air.backends.local → jupyter_air.workloads.spec",
+    "jupyter_air.backends.ray_backend → jupyter_air.workloads.capacity",
+    "jupyter_air.backends.ray_backend → jupyter_air.workloads.spec",
+    "jupyter_air.backends.ray_node → jupyter_air.workloads.logfile",
+    "jupyter_air.backends.ray_node → jupyter_air.workloads.processes",
+}
+# SIGKILL is sent by the process layer (pids.py) and by the node keeper, which takes its whole
+# group with it when the command it waits for is gone; a rank's own last resort (it dies with
+# its agent: launch/worker.py) does not count.
+SIGKILL_AT_MOST = 2
+SIGKILL_OWN_LAST_RESORT = {"jupyter_air.launch.worker"}
+ENV_NAMES_AT_MOST = 5
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    lines: int
+    top_imports: set[str] = field(default_factory=set)  # at module level, outside TYPE_CHECKING
+    run_imports: set[str] = field(default_factory=set)  # functions too, outside TYPE_CHECKING
+    all_imports: set[str] = field(default_factory=set)  # anywhere, TYPE_CHECKING included
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: Module, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = module.name.split(".")
+    if module.path.name != "__init__.py":
+        package.pop()
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _targets(module: Module, node: ast.Import | ast.ImportFrom, known: set[str]) -> set[str]:
+    """The jupyter_air modules an import statement loads (``from pkg import mod`` loads the
+    submodule as well as the package)."""
+    if isinstance(node, ast.Import):
+        names = {alias.name for alias in node.names}
+    else:
+        base = _resolve(module, node)
+        names = {base} | {f"{base}.{alias.name}" for alias in node.names}
+    found = set()
+    for name in names:
+        # ``import a.b.c`` loads a, a.b and a.b.c; a name that is not a module (``from m import
+        # f``) is trimmed back to the module that holds it.
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name.startswith("jupyter_air"):
+            found.add(name)
+    return found - {module.name}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _top_level_imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Imports that run when the module is imported: at module level, in its ``try`` and ``if``
+    blocks, but not under ``if TYPE_CHECKING:`` nor inside functions or classes' methods."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node):
+                found += _top_level_imports(node.body)
+            found += _top_level_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                found += _top_level_imports(block)
+            for handler in node.handlers:
+                found += _top_level_imports(handler.body)
+        elif isinstance(node, ast.ClassDef):
+            found += _top_level_imports(node.body)
+    return found
+
+
+def _load() -> dict[str, Module]:
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "labextension" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        name = _module_name(path)
+        modules[name] = Module(name, path, ast.parse(text, str(path)), len(text.splitlines()))
+    known = set(modules)
+    for module in modules.values():
+        for_types = {
+            id(inner)
+            for node in ast.walk(module.tree)
+            if isinstance(node, ast.If) and _is_type_checking(node)
+            for statement in node.body
+            for inner in ast.walk(statement)
+        }
+        for node in ast.walk(module.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                module.all_imports |= _targets(module, node, known)
+                if id(node) not in for_types:
+                    module.run_imports |= _targets(module, node, known)
+        for node in _top_level_imports(module.tree.body):
+            module.top_imports |= _targets(module, node, known)
+    return modules
+
+
+MODULES = _load()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
+        for other in sorted(graph.get(name, ())):
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in on_stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == name:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return sorted(found)
+
+
+def _without_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Importing ``pkg.mod`` runs ``pkg/__init__.py`` first, which is not a dependency of the
+    module's code: keep the edges between modules and drop those into a package's own
+    ``__init__`` from inside that package."""
+    return {
+        name: {other for other in targets if not name.startswith(other + ".")}
+        for name, targets in graph.items()
+    }
+
+
+def _describe(cycles: list[list[str]]) -> str:
+    return "; ".join(" ↔ ".join(cycle) for cycle in cycles)
+
+
+def test_the_source_is_read():
+    assert len(MODULES) > 100
+    agent = MODULES["jupyter_air.backends.agent"]
+    assert {"jupyter_air.api.enums", "jupyter_air.backends.base"} <= agent.top_imports
+    assert "jupyter_air.launch.driver" in MODULES["jupyter_air.launch.cluster"].top_imports
+    assert "jupyter_air.launch.rundir" in MODULES["jupyter_air.launch.remote"].run_imports
+    assert "jupyter_air.launch.driver" not in MODULES["jupyter_air.launch.remote"].run_imports
+    assert "jupyter_air.launch.driver" in MODULES["jupyter_air.launch.remote"].all_imports
+
+
+def test_no_import_circle_at_module_level():
+    graph = _without_packages({name: module.top_imports for name, module in MODULES.items()})
+    cycles = _cycles(graph)
+    assert not cycles, f"import circles among module-level imports: {_describe(cycles)}"
+
+
+def test_no_import_circle_counting_imports_in_functions():
+    """An import moved into a function to get round a circle leaves the circle in place."""
+    graph = _without_packages({name: module.run_imports for name, module in MODULES.items()})
+    cycles = [cycle for cycle in _cycles(graph) if cycle not in CIRCLES_TO_REMOVE]
+    assert not cycles, f"import circles (imports in functions counted): {_describe(cycles)}"
+    gone = [cycle for cycle in CIRCLES_TO_REMOVE if cycle not in _cycles(graph)]
+    assert not gone, f"no longer circles, take off CIRCLES_TO_REMOVE: {_describe(gone)}"
+
+
+def test_backends_import_nothing_of_workloads():
+    offending = sorted(
+        f"{name} → {target}"
+        for name, module in MODULES.items()
+        if name.startswith("jupyter_air.backends")
+        for target in module.all_imports
+        if target == "jupyter_air.workloads" or target.startswith("jupyter_air.workloads.")
+    )
+    unexpected = [entry for entry in offending if entry not in BACKENDS_IMPORTING_WORKLOADS]
+    assert not unexpected, f"backends/ imports workloads/: {', '.join(unexpected)}"
+    gone = sorted(BACKENDS_IMPORTING_WORKLOADS - set(offending))
+    assert not gone, f"no longer imported, take off BACKENDS_IMPORTING_WORKLOADS: {gone}"
+
+
+def test_no_module_over_the_limit():
+    long = {name: m.lines for name, m in MODULES.items() if m.lines > MAX_LINES}
+    over = sorted(f"{name} ({lines} lines)" for name, lines in long.items())
+    unexpected = [entry for entry in over if entry.split()[0] not in LONG_MODULES_TO_SPLIT]
+    assert not unexpected, f"modules over {MAX_LINES} lines: {', '.join(unexpected)}"
+    split = sorted(LONG_MODULES_TO_SPLIT - set(long))
+    assert not split, f"no longer over {MAX_LINES} lines, take off LONG_MODULES_TO_SPLIT: {split}"
+
+
+def _names_sigkill(tree: ast.Module) -> bool:
+    return any(
+        (isinstance(node, ast.Attribute) and node.attr == "SIGKILL")
+        or (isinstance(node, ast.Name) and node.id == "SIGKILL")
+        or (isinstance(node, ast.alias) and node.name == "SIGKILL")
+        for node in ast.walk(tree)
+    )
+
+
+def test_sigkill_is_sent_from_few_files():
+    senders = sorted(
+        name
+        for name, module in MODULES.items()
+        if _names_sigkill(module.tree) and name not in SIGKILL_OWN_LAST_RESORT
+    )
+    assert len(senders) <= SIGKILL_AT_MOST, (
+        f"signal.SIGKILL in {len(senders)} modules (at most {SIGKILL_AT_MOST}; use "
+        f"jupyter_air.pids): {', '.join(senders)}"
+    )
+
+
+def test_settings_are_named_in_few_files():
+    naming = sorted(
+        name for name, module in MODULES.items() if "JUPYTER_AIR_" in module.path.read_text()
+    )
+    assert len(naming) <= ENV_NAMES_AT_MOST, (
+        f"JUPYTER_AIR_* names in {len(naming)} modules (at most {ENV_NAMES_AT_MOST}; read them "
+        f"through jupyter_air.config): {', '.join(naming)}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("graph", "expected"),
+    [
+        ({"a": {"b"}, "b": {"a"}, "c": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+        ({"p.m": {"p"}, "p": {"p.m"}}, [["p", "p.m"]]),
+    ],
+)
+def test_cycles_are_found(graph, expected):
+    assert _cycles(graph) == expected
+
+
+def test_package_init_is_not_a_dependency_of_its_modules():
+    assert _cycles(_without_packages({"p.m": {"p"}, "p": {"p.m"}})) == []
