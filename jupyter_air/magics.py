@@ -235,8 +235,8 @@ def _watch(store: JobStore, job: JobRun) -> None:
 def _stream(store: JobStore, job: JobRun) -> JobRun:
     from .api.enums import JobStatus
     from .live_widget import LiveCall, start_live
-    from .workloads.follow import AttemptEnded, AttemptStarted, JobEnded, follow
-    from .workloads.logquery import LogLine
+    from .logs.follow import AttemptEnded, AttemptStarted, JobEnded, follow
+    from .logs.scan import LogLine
 
     nodes = list(range(job.num_nodes))
     prefix = len(nodes) > 1

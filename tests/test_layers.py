@@ -17,7 +17,6 @@ MAX_LINES = 500
 LONG_MODULES_TO_SPLIT = {
     "jupyter_air.backends.ray_backend",
     "jupyter_air.launch.driver",
-    "jupyter_air.workloads.logquery",
     "jupyter_air.workloads.spec",
 }
 # Circles that pass through imports inside functions, and backends/ modules that reach up into
@@ -28,15 +27,11 @@ CIRCLES_TO_REMOVE = [
     ["jupyter_air.workloads.reconcile", "jupyter_air.workloads.supervisor"],
 ]
 BACKENDS_IMPORTING_WORKLOADS = {
-    "jupyter_air.backends.base → jupyter_air.workloads.logfile",
     "jupyter_air.backends.base → jupyter_air.workloads.spec",
-    "jupyter_air.backends.local → jupyter_air.workloads.capture",
-    "jupyter_air.backends.local → jupyter_air.workloads.logfile",
     "jupyter_air.backends.local → jupyter_air.workloads.processes",
     "jupyter_air.backends.local → jupyter_air.workloads.spec",
     "jupyter_air.backends.ray_backend → jupyter_air.workloads.capacity",
     "jupyter_air.backends.ray_backend → jupyter_air.workloads.spec",
-    "jupyter_air.backends.ray_node → jupyter_air.workloads.logfile",
     "jupyter_air.backends.ray_node → jupyter_air.workloads.processes",
 }
 # SIGKILL is sent by the process layer (pids.py) and by the node keeper, which takes its whole

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from workloads_support import PY, air, cli_env, wait_for, wait_until, write
 
-from jupyter_air.workloads.logquery import query_logs
+from jupyter_air.logs.query import query_logs
 
 TRAIN = """
 import os, time

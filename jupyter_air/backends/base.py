@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..workloads.logfile import LogWriter
+    from ..logs.logfile import LogWriter
     from ..workloads.spec import WorkloadSpec
 
 

@@ -23,8 +23,8 @@ from ..pids import kill_group, process_start_time, stop_groups
 from .base import GroupLaunch, Metrics, NodeInfo, NodeLaunch, NodeState, node_environment
 
 if TYPE_CHECKING:
-    from ..workloads.capture import StreamCapture
-    from ..workloads.logfile import LogWriter
+    from ..logs.capture import StreamCapture
+    from ..logs.logfile import LogWriter
     from ..workloads.spec import WorkloadSpec
 
 # every node is a process group on this machine, with a log capture and a metrics monitor:
@@ -63,7 +63,7 @@ def start_node(
     writer: LogWriter,
 ) -> NodeProcess:
     """Start one node's command in a session of its own, its output captured into ``writer``."""
-    from ..workloads.capture import StreamCapture
+    from ..logs.capture import StreamCapture
 
     process = subprocess.Popen(
         argv,

@@ -62,7 +62,7 @@ class NodeRunner:
     def begin(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
         """Ready for a command of ``job_id``'s ``attempt``: at creation, and again when a kept
         actor (its Ray worker and its bundle) serves the next call (launch/kept_nodes.py)."""
-        from ..workloads.logfile import LogWriter
+        from ..logs.logfile import LogWriter
 
         self.job_id = job_id
         self.attempt = attempt

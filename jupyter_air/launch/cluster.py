@@ -199,7 +199,7 @@ class ClusterLaunch(Launch):
         import ray
 
         from ..backends.base import GroupLaunch, NodeLaunch
-        from ..workloads.logfile import LogWriter
+        from ..logs.logfile import LogWriter
         from .output import RankOutput
 
         run_dir = self.run_dir

@@ -161,7 +161,7 @@ class WorkloadLogsHandler(_LogsBase):
         await self._serve(workload_id)
 
     async def _serve(self, workload_id: str) -> None:
-        from ..workloads.logquery import MAX_LIMIT
+        from ..logs.query import MAX_LIMIT
 
         filters = self._filters()
         after = self.get_query_argument("after", None) or None

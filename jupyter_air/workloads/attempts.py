@@ -83,7 +83,7 @@ class JobAttempts:
 
     # before ----------------------------------------------------------------------------------
     def prepare(self, attempt: int) -> GroupLaunch:
-        from .logfile import LogWriter
+        from ..logs.logfile import LogWriter
         from .processes import JOB_ENV
 
         job = self.job

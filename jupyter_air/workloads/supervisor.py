@@ -27,9 +27,9 @@ from typing import Any
 
 from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
 from ..config import KILL_GRACE_S, data_dir
+from ..disk import DiskWatch, no_space
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
 from .attempts import TAG_ATTEMPTS, JobAttempts
-from .disk import DiskWatch, no_space
 from .heartbeat import Heartbeat
 from .paths import job_dir
 from .store import TERMINAL, JobRun, JobStore
