@@ -185,9 +185,9 @@ def _run_file(path: str) -> None:
 
 
 def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
+    from .backends.base import CapacityError
     from .tracking.experiments import ExperimentError
     from .tracking.readiness import TrackingServerNotReady
-    from .workloads.capacity import CapacityError
     from .workloads.connection import NoTrackingServer
     from .workloads.jobs import submit
 

@@ -15,7 +15,6 @@ WORKLOADS = [
     "connection",
     "jobs",
     "paths",
-    "processes",
     "reconcile",
     "retention",
     "spec",

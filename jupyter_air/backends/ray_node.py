@@ -231,8 +231,7 @@ class NodeRunner:
         """Stop what still runs on this node for this attempt (left its process group); the
         pids. The command's keeper carries the group's id too; once it wrote how the command
         ended it only exits (slowly on a loaded machine), so it is no leftover."""
-        from ..pids import process_start_time, stop_processes
-        from ..workloads.processes import job_processes
+        from ..pids import job_processes, process_start_time, stop_processes
 
         ended = self.handle is not None and self.handle.poll() is not None
         pids = [

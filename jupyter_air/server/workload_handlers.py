@@ -284,7 +284,7 @@ class _ScheduleBase(_WorkloadBase):
         await super().prepare(*args, **kwargs)
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        from ..workloads.capacity import CapacityError
+        from ..backends.base import CapacityError
         from ..workloads.connection import NoTrackingServer
         from ..workloads.spec import SpecError
         from ..workloads.store import ScheduleNotFound

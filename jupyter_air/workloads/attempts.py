@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..api.enums import run_status_of
 from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
-from ..config import ATTEMPT, CHECKPOINT_DIR, SYSTEM_METRICS_INTERVAL_S
+from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID, SYSTEM_METRICS_INTERVAL_S
 from ..tracking.naming import TAG_ATTEMPT, TAG_JOB, TAG_REASON
 from .checkpoints import CheckpointSync, Home, LocalFolder, count_restarts
 from .paths import checkpoint_home, checkpoint_node_dir, log_path
@@ -84,7 +84,6 @@ class JobAttempts:
     # before ----------------------------------------------------------------------------------
     def prepare(self, attempt: int) -> GroupLaunch:
         from ..logs.logfile import LogWriter
-        from .processes import JOB_ENV
 
         job = self.job
         try:
@@ -122,7 +121,7 @@ class JobAttempts:
             **(spec.get("env_variables") or {}),
             **self.tracking.env(),
             **(run.env() if run is not None else {}),
-            JOB_ENV: job.id,
+            JOB_ID.name: job.id,
             ATTEMPT.name: str(attempt),
             WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
         }
