@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from .devices import say_once
-from .driver import Launch, LaunchOptions
+from .driver import Launch, ignore_sigint
 from .errors import DeviceError, DistributedError
 from .kept_nodes import keep_seconds, kept_nodes
+from .options import LaunchOptions
 from .processes import stop_signal_name
 from .rundir import record_stops
 
@@ -367,13 +368,11 @@ class ClusterLaunch(Launch):
     def _stop(self, why: str) -> None:
         """Stop every node (SIGTERM, SIGKILL after the grace period, through its actor), bring
         the last output home, and check on every node that nothing of the call is left."""
-        from .driver import _ignore_sigint
-
         group = self.group
         if group is None:
             return
         started = time.monotonic()
-        with _ignore_sigint():
+        with ignore_sigint():
             self._kill_ranks()
             self._sync_quietly()
             self._pump_quietly(final=True)

@@ -18,7 +18,7 @@ from ..api.enums import run_status_of
 from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
 from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID, SYSTEM_METRICS_INTERVAL_S
-from ..tracking.naming import TAG_ATTEMPT, TAG_JOB, TAG_REASON
+from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB, TAG_REASON
 from .checkpoints import CheckpointSync, Home, LocalFolder, count_restarts
 from .paths import checkpoint_home, checkpoint_node_dir, log_path
 from .snapshot import (
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
-TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"
 TAG_BACKEND = "jupyter_air.workload.backend"
 TAG_SCHEDULE_ID = "jupyter_air.schedule_id"
 TAG_SCHEDULE = "jupyter_air.schedule"
