@@ -119,8 +119,8 @@ def check_too_many(gpus: int) -> None:
 
 
 def check_workloads(gpus: int, folder: Path) -> None:
+    from jupyter_air.backends.base import CapacityError
     from jupyter_air.workloads import load_spec, query_logs, submit
-    from jupyter_air.workloads.capacity import CapacityError
     from jupyter_air.workloads.jobs import open_store, refresh
     from jupyter_air.workloads.store import TERMINAL
 

@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the loopback cluster the tests use
 from ray_cluster import LOOPBACK_ENV  # noqa: E402
 
-from jupyter_air.workloads.processes import job_processes  # noqa: E402
+from jupyter_air.config import JOB_ID  # noqa: E402
+from jupyter_air.pids import job_processes  # noqa: E402
 from jupyter_air.workloads.store import JobStore  # noqa: E402
 
 PRINTER = """
@@ -151,7 +152,7 @@ def cancel(store: JobStore, folder: Path, backend: str) -> float:
         wait_lines(log_file(store, job_id, node), 1)
     started = time.monotonic()
     air("cancel", job_id, cwd=folder)
-    while job_processes(job_id):
+    while job_processes(job_id, JOB_ID.name):
         time.sleep(0.01)
     return time.monotonic() - started
 

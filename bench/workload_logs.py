@@ -3,7 +3,7 @@
 1. Capture: a real child process prints N lines as fast as it can; jupyter-air reads its
    stdout/stderr pipes and writes every line with a timestamp and a level (capture.py). Peer: the
    same child writing straight into a file (no timestamps, no levels) — the child's own speed.
-2. Query over the 1 M stored lines (logquery.py scans the flat file): a text search that matches
+2. Query over the 1 M stored lines (logs/scan.py scans the flat file): a text search that matches
    a few lines (the whole file is scanned), the same with a level filter, a level alone, a first
    page, the tail, a time window. Peers, over the same lines: `grep -c -i` (GNU grep), Python's
    `re` (IGNORECASE) over the mapped file, and SQLite — the alternative format considered — with
@@ -27,9 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from jupyter_air.workloads.capture import StreamCapture
-from jupyter_air.workloads.logfile import PREFIX, LogWriter
-from jupyter_air.workloads.logquery import query_logs
+from jupyter_air.logs.capture import StreamCapture
+from jupyter_air.logs.logfile import PREFIX, LogWriter
+from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.paths import log_path, new_job_id
 from jupyter_air.workloads.store import JobStore
 

@@ -32,11 +32,9 @@ it awake); otherwise it sends a small heartbeat each interval and makes no NVML 
 """
 
 
-def add_parsers(commands: Any) -> None:
-    """Add ``agent`` and ``agent-token`` to the ``air`` subcommands."""
-    from .cli.parser import HelpFormatter
-
-    formatter = HelpFormatter
+def add_parsers(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    """Add ``agent`` and ``agent-token`` to the ``air`` subcommands, their help laid out by
+    ``formatter`` (the ``air`` command's)."""
     agent = commands.add_parser(
         "agent",
         help="report this node's GPUs to a Jupyter server (GPU Resources)",

@@ -11,7 +11,8 @@ from typing import Any
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: ``exports`` maps each public name to the module
-    (relative to ``package``, e.g. ``"jobs"`` or ``"launch.decorator"``) that defines it."""
+    (relative to ``package``, e.g. ``"jobs"`` or ``"launch.decorator"``; a leading dot for its
+    parent's, e.g. ``".logs.query"``) that defines it."""
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

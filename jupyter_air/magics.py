@@ -185,9 +185,9 @@ def _run_file(path: str) -> None:
 
 
 def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
+    from .backends.base import CapacityError
     from .tracking.experiments import ExperimentError
     from .tracking.readiness import TrackingServerNotReady
-    from .workloads.capacity import CapacityError
     from .workloads.connection import NoTrackingServer
     from .workloads.jobs import submit
 
@@ -235,8 +235,8 @@ def _watch(store: JobStore, job: JobRun) -> None:
 def _stream(store: JobStore, job: JobRun) -> JobRun:
     from .api.enums import JobStatus
     from .live_widget import LiveCall, start_live
-    from .workloads.follow import AttemptEnded, AttemptStarted, JobEnded, follow
-    from .workloads.logquery import LogLine
+    from .logs.follow import AttemptEnded, AttemptStarted, JobEnded, follow
+    from .logs.scan import LogLine
 
     nodes = list(range(job.num_nodes))
     prefix = len(nodes) > 1

@@ -4,6 +4,9 @@ by a crash or a new process that got a dead one's pid), and stopping a process g
 then SIGKILL to what is left after the grace period, then checking it is gone. Every launcher of
 jupyter-air starts what it runs in a session of its own and stops it with ``stop_group``: the
 embedded MLflow server, workload nodes (on this machine or a Ray node), ``@distributed`` agents.
+Also: starting a process detached (``spawn_detached``: supervisors), and finding and stopping the
+processes that carry a job's id (``config.JOB_ID``, or a node group's) in their environment,
+whatever process group they ended up in.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 
 def pid_alive(pid: int) -> bool:
@@ -165,6 +170,16 @@ def kill_group(pgid: int) -> bool:
     return signal_group(pgid, signal.SIGKILL)
 
 
+def kill_process(pid: int) -> bool:
+    """SIGKILL to process ``pid`` (its caller checked it is still the one it started); False
+    when it is gone (or not ours)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def stop_processes(
     pids: Iterable[int], grace_s: float = 10.0, started: dict[int, float | None] | None = None
 ) -> list[int]:
@@ -206,3 +221,54 @@ def signal_name(code: int) -> str:
         return signal.Signals(code).name
     except ValueError:
         return f"signal {code}"
+
+
+def spawn_detached(
+    argv: list[str], *, log_file: Path, env: Mapping[str, str], cwd: str | os.PathLike[str]
+) -> int:
+    """Start ``argv`` in a new session with no inherited stdio (output to ``log_file``), so it
+    outlives this process, its terminal and its kernel. A thread reaps it if this process is
+    still there when it ends (no zombie)."""
+    from .private import open_private, private_folder
+
+    private_folder(log_file.parent)
+    with open_private(log_file) as out:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=dict(env),
+            cwd=cwd,
+        )
+    threading.Thread(target=process.wait, name="jupyter-air-reaper", daemon=True).start()
+    return process.pid
+
+
+def job_processes(job_id: str, variable: str) -> list[int]:
+    """Pids of this user's processes that belong to job ``job_id`` (``variable`` in their
+    environment says so: ``config.JOB_ID``'s name, or a node group's)."""
+    import psutil
+
+    me, uid = os.getpid(), os.getuid()
+    found = []
+    for process in psutil.process_iter(["pid", "uids"]):
+        try:
+            if process.pid == me or process.info["uids"].real != uid:
+                continue
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if process.environ().get(variable) == job_id:
+                found.append(process.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def kill_job_processes(job_id: str, variable: str, grace_s: float = 5.0) -> list[int]:
+    """Stop whatever still runs for job ``job_id``: SIGTERM, then SIGKILL. Returns the pids."""
+    pids = job_processes(job_id, variable)
+    stop_processes(pids, grace_s, {pid: process_start_time(pid) for pid in pids})
+    return pids

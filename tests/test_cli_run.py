@@ -362,8 +362,8 @@ def closed_port() -> int:
 
 
 def test_only_a_host_and_port_is_probed_before_connecting_to_ray():
+    from jupyter_air.backends.base import ClusterUnreachableError
     from jupyter_air.backends.ray_backend import probe
-    from jupyter_air.workloads.capacity import ClusterUnreachableError
 
     probe("auto", 1.0)  # Ray's own discovery: nothing to probe
     with socket.create_server(("127.0.0.1", 0)) as listening:

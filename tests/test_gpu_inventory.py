@@ -11,11 +11,12 @@ import pytest
 from fake_nvml import FakeGpu, FakeMig, FakeNvml, MiB, three_gpus
 
 import jupyter_air.telemetry
+from jupyter_air.backends.base import CapacityError
 from jupyter_air.launch.devices import plan_devices, visible_gpus
 from jupyter_air.telemetry import Sampler
 from jupyter_air.telemetry.inventory import read_inventory
 from jupyter_air.telemetry.nvml import NvmlBackend
-from jupyter_air.workloads.capacity import CapacityError, assign_gpus, gpu_inventory
+from jupyter_air.workloads.capacity import assign_gpus, gpu_inventory
 from jupyter_air.workloads.spec import Compute
 
 MIG_A = "MIG-5b1e0000-0000-0000-0000-00000000000a"

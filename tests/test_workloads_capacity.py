@@ -8,8 +8,8 @@ import pynvml
 import pytest
 from fake_nvml import FakeGpu, FakeNvml
 
+from jupyter_air.backends.base import CapacityError
 from jupyter_air.workloads.capacity import (
-    CapacityError,
     GpuInventory,
     assign_gpus,
     cuda_visible_devices,

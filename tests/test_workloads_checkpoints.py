@@ -18,9 +18,9 @@ from types import SimpleNamespace
 import pytest
 from workloads_support import PY, air_environment, air_json, wait_for, write
 
+from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
-from jupyter_air.workloads.logquery import query_logs
 from jupyter_air.workloads.paths import checkpoint_home
 from jupyter_air.workloads.spec import load_spec
 from jupyter_air.workloads.store import JobStore

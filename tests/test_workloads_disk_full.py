@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from workloads_support import PY, air, alive, cli_env, wait_for, wait_until, write
 
-from jupyter_air.workloads.logfile import PREFIX
+from jupyter_air.logs.logfile import PREFIX
 from jupyter_air.workloads.paths import log_path
 
 LINE = "x" * 40

@@ -12,15 +12,9 @@ import pytest
 WORKLOADS = [
     "artifacts",
     "capacity",
-    "capture",
     "connection",
-    "follow",
     "jobs",
-    "levels",
-    "logfile",
-    "logquery",
     "paths",
-    "processes",
     "reconcile",
     "retention",
     "spec",
@@ -30,10 +24,14 @@ WORKLOADS = [
     "views",
     "yaml_source",
 ]
+LOGS = ["capture", "filters", "follow", "levels", "logfile", "query", "scan"]
 BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_node"]
 MODULES = [
     "jupyter_air.workloads",
     *(f"jupyter_air.workloads.{name}" for name in WORKLOADS),
+    "jupyter_air.logs",
+    *(f"jupyter_air.logs.{name}" for name in LOGS),
+    "jupyter_air.disk",
     "jupyter_air.backends",
     *(f"jupyter_air.backends.{name}" for name in BACKENDS),
     "jupyter_air.cli",

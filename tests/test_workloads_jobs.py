@@ -15,10 +15,10 @@ import pytest
 from fake_nvml import FakeGpu, FakeNvml
 from workloads_support import PY, air_environment, alive, wait_for, wait_until, write
 
+from jupyter_air.logs.query import query_logs
 from jupyter_air.tracking.experiments import ExperimentError
 from jupyter_air.workloads.capacity import GpuInventory, gpu_inventory
 from jupyter_air.workloads.jobs import cancel, get_job, submit
-from jupyter_air.workloads.logquery import query_logs
 from jupyter_air.workloads.paths import job_dir
 from jupyter_air.workloads.spec import load_spec
 from jupyter_air.workloads.store import JobStore

@@ -14,15 +14,11 @@ import textwrap
 import pytest
 from test_workloads_store import new_job
 
-from jupyter_air.workloads.capture import StreamCapture
-from jupyter_air.workloads.levels import ERROR, INFO, LevelReader, marker_level
-from jupyter_air.workloads.logfile import PREFIX, LogWriter, timestamp
-from jupyter_air.workloads.logquery import (
-    InvalidQuery,
-    download_logs,
-    download_to,
-    query_logs,
-)
+from jupyter_air.logs.capture import StreamCapture
+from jupyter_air.logs.filters import InvalidQuery
+from jupyter_air.logs.levels import ERROR, INFO, LevelReader, marker_level
+from jupyter_air.logs.logfile import PREFIX, LogWriter, timestamp
+from jupyter_air.logs.query import download_logs, download_to, query_logs
 from jupyter_air.workloads.paths import log_path
 from jupyter_air.workloads.store import JobStore
 
@@ -306,7 +302,7 @@ def test_a_full_disk_keeps_lines_in_memory_then_writes_them_in_order(tmp_path, m
     many were lost, where they would have been."""
     import errno
 
-    from jupyter_air.workloads import logfile
+    from jupyter_air.logs import logfile
 
     full = {"on": False}
     real_write = os.write

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from workloads_support import PY, air, cli_env, wait_for, wait_until, write
 
-from jupyter_air.workloads.logquery import query_logs
+from jupyter_air.logs.query import query_logs
 
 TRAIN = """
 import os, time
@@ -56,9 +56,10 @@ def submit(env, name: str, fields: str, command: str, *extra: str) -> str:
 
 
 def job_processes(job_id: str) -> list[int]:
-    from jupyter_air.workloads.processes import job_processes as found
+    from jupyter_air.config import JOB_ID
+    from jupyter_air.pids import job_processes as found
 
-    return found(job_id)
+    return found(job_id, JOB_ID.name)
 
 
 def test_a_two_node_torchrun_workload_runs_on_two_ray_nodes(env):

@@ -7,8 +7,8 @@ import time
 
 from test_workloads_store import new_job
 
-from jupyter_air.workloads.logfile import LogWriter
-from jupyter_air.workloads.logquery import query_logs
+from jupyter_air.logs.logfile import LogWriter
+from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.paths import checkpoint_home, checkpoint_node_dir, job_dir, log_path
 from jupyter_air.workloads.retention import purge_logs
 from jupyter_air.workloads.store import JobStore

@@ -257,14 +257,19 @@ def test_too_many_environment_variables(tmp_path):
 
 
 def test_the_local_backend_refuses_more_nodes_than_one_machine_runs(tmp_path):
+    from jupyter_air.backends.base import ShapeError
     from jupyter_air.backends.local import LocalBackend
+    from jupyter_air.workloads.jobs import check_shape
 
     spec = load_spec(
         "experiment_name: e\ncommand: 'true'\ncompute:\n  accelerator_type: CPU\n  num_nodes: 17\n",
         base_dir=tmp_path,
     )
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(ShapeError) as refused:
         LocalBackend().check(spec)
+    assert refused.value.field == "compute.num_nodes"
+    with pytest.raises(SpecError) as info:
+        check_shape(LocalBackend(), spec)
     assert str(info.value).startswith(
         "compute.num_nodes: is 17; the local backend runs at most 16 nodes, all on this machine "
         "(line 5); to run on several machines, connect a Ray cluster"

@@ -237,10 +237,10 @@ def test_the_data_folder_is_private_to_its_owner_including_what_an_earlier_versi
     made from then on is private when it is made."""
     import os
 
+    from jupyter_air.logs.logfile import LogWriter
     from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
-    from jupyter_air.workloads.logfile import LogWriter
+    from jupyter_air.pids import spawn_detached
     from jupyter_air.workloads.paths import job_dir, log_path
-    from jupyter_air.workloads.processes import spawn_detached
 
     data = tmp_path / "data"
     old_job = job_dir(data, "0123456789ab")

@@ -127,7 +127,7 @@ def deny_reading(monkeypatch, folder):
     (chmod cannot deny root, who runs these tests in CI)."""
     import builtins
 
-    from jupyter_air.workloads import logquery
+    from jupyter_air.logs import query, scan
 
     def guarded_open(path, mode="r", *args, **kwargs):
         target = Path(path).resolve()
@@ -135,4 +135,5 @@ def deny_reading(monkeypatch, folder):
             raise PermissionError(13, "Permission denied", str(path))
         return builtins.open(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(logquery, "open", guarded_open, raising=False)
+    for module in (scan, query):  # the log files read, the files a download writes
+        monkeypatch.setattr(module, "open", guarded_open, raising=False)

@@ -56,7 +56,7 @@ def run_status_of(job_status: str) -> RunStatus:
 
 
 class LogLevel(TextEnum):
-    """The level of a log line, read from the line itself (``workloads/levels.py``)."""
+    """The level of a log line, read from the line itself (``logs/levels.py``)."""
 
     INFO = "info"
     WARNING = "warning"

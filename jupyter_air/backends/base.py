@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..workloads.logfile import LogWriter
-    from ..workloads.spec import WorkloadSpec
+    from ..logs.logfile import LogWriter
 
 
 # put first on every node's PYTHONPATH: a start-up hook that makes Python print whole lines
@@ -25,6 +24,44 @@ WHOLE_LINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "whole_li
 
 class PlacementError(RuntimeError):
     """The nodes of an attempt could not be placed (the reason is for people)."""
+
+
+class CapacityError(RuntimeError):
+    """The workload asks for accelerators this machine (or cluster) does not have."""
+
+
+class ClusterUnreachableError(CapacityError):
+    """The cluster that would run the workload does not answer: no capacity at all."""
+
+
+class ShapeError(ValueError):
+    """A compute shape a backend never runs, whatever is free: the field at fault (a dotted
+    path such as ``compute.num_nodes``), what is wrong and what to do. Whoever holds the spec
+    tells its user where that field is."""
+
+    def __init__(self, field: str, message: str, hint: str | None = None) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field, self.message, self.hint = field, message, hint
+
+
+class ComputeShape(Protocol):
+    """What a backend reads of a workload's compute (a workload spec's ``compute`` is one)."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    @property
+    def num_accelerators(self) -> int: ...  # per node
+
+    @property
+    def uses_gpus(self) -> bool: ...
+
+
+class Shaped(Protocol):
+    """What a backend checks before anything starts: something with a compute shape."""
+
+    @property
+    def compute(self) -> ComputeShape: ...
 
 
 @dataclass(frozen=True)
@@ -134,8 +171,8 @@ class NodeGroup(Protocol):
 class Backend(Protocol):
     name: str
 
-    def check(self, spec: WorkloadSpec) -> None:
-        """Refuse at once a workload this backend cannot run (SpecError, CapacityError)."""
+    def check(self, spec: Shaped) -> None:
+        """Refuse at once a shape this backend cannot run (ShapeError, CapacityError)."""
 
     def start(self, launch: GroupLaunch) -> NodeGroup:
         """Place and start the nodes; raises PlacementError."""

@@ -19,13 +19,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import JOB_ID
 from ..pids import kill_group, process_start_time, stop_groups
-from .base import GroupLaunch, Metrics, NodeInfo, NodeLaunch, NodeState, node_environment
+from .base import (
+    GroupLaunch,
+    Metrics,
+    NodeInfo,
+    NodeLaunch,
+    NodeState,
+    Shaped,
+    ShapeError,
+    node_environment,
+)
 
 if TYPE_CHECKING:
-    from ..workloads.capture import StreamCapture
-    from ..workloads.logfile import LogWriter
-    from ..workloads.spec import WorkloadSpec
+    from ..logs.capture import StreamCapture
+    from ..logs.logfile import LogWriter
 
 # every node is a process group on this machine, with a log capture and a metrics monitor:
 # more than this is not a workload for one machine
@@ -63,7 +72,7 @@ def start_node(
     writer: LogWriter,
 ) -> NodeProcess:
     """Start one node's command in a session of its own, its output captured into ``writer``."""
-    from ..workloads.capture import StreamCapture
+    from ..logs.capture import StreamCapture
 
     process = subprocess.Popen(
         argv,
@@ -110,21 +119,15 @@ class LocalBackend:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self.environ = dict(os.environ if environ is None else environ)  # what nodes start from
 
-    def check(self, spec: WorkloadSpec) -> None:
-        """Refuse what one machine cannot mean to run (SpecError with the field's line)."""
-        from ..workloads.spec import SpecError
-
+    def check(self, spec: Shaped) -> None:
+        """Refuse what one machine cannot mean to run (ShapeError)."""
         nodes = spec.compute.num_nodes
         if nodes > LOCAL_MAX_NODES:
-            raise SpecError(
-                [
-                    spec.problem(
-                        "compute.num_nodes",
-                        f"is {nodes}; the local backend runs at most {LOCAL_MAX_NODES} nodes, "
-                        "all on this machine",
-                        hint="to run on several machines, connect a Ray cluster (docs/clusters.md)",
-                    )
-                ]
+            raise ShapeError(
+                "compute.num_nodes",
+                f"is {nodes}; the local backend runs at most {LOCAL_MAX_NODES} nodes, "
+                "all on this machine",
+                hint="to run on several machines, connect a Ray cluster (docs/clusters.md)",
             )
 
     def start(self, launch: GroupLaunch) -> LocalGroup:
@@ -229,9 +232,9 @@ class LocalGroup:
             kill_group(handle.pid)
 
     def leftovers(self, grace_s: float) -> list[str]:
-        from ..workloads.processes import kill_job_processes
+        from ..pids import kill_job_processes
 
-        pids = kill_job_processes(self.launch.job_id, grace_s=grace_s)
+        pids = kill_job_processes(self.launch.job_id, JOB_ID.name, grace_s=grace_s)
         return [f"pid {pid} on this machine" for pid in pids]
 
     def close(self) -> None:

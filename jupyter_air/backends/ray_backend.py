@@ -35,7 +35,7 @@ from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_LOST_S, RAY_PLACEMENT_T
 from .base import GroupLaunch, Metrics, NodeInfo, NodeState, PlacementError
 
 if TYPE_CHECKING:
-    from ..workloads.spec import WorkloadSpec
+    from .base import Shaped as WorkloadSpec
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def probe(address: str, timeout_s: float) -> None:
     """Refuse at once an address where nothing answers: ``ray.init`` to it waits for minutes
     (its own retries) and then may still not raise. A ``host:port`` address (``ray://`` too) must
     accept a TCP connection within ``timeout_s``; ``auto`` and the like are Ray's own lookup."""
-    from ..workloads.capacity import ClusterUnreachableError
+    from .base import ClusterUnreachableError
 
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
     if not sep or not host or not port.isdigit():
@@ -165,7 +165,7 @@ class RayBackend:
 
     def check(self, spec: WorkloadSpec) -> None:
         """Refuse at once a shape the cluster cannot hold, saying what it has."""
-        from ..workloads.capacity import CapacityError
+        from .base import CapacityError
 
         compute = spec.compute
         need = bundle(compute.num_accelerators, compute.uses_gpus)
@@ -264,7 +264,7 @@ class RayBackend:
         """Refuse a tracking server on this machine's loopback when nodes are elsewhere: their
         runs could record nothing."""
         from ..tracking.links import is_loopback_http
-        from ..workloads.capacity import CapacityError
+        from .base import CapacityError
 
         nodes = self._nodes if self._nodes is not None else self.nodes()
         remote = sorted({n.ip for n in nodes if not n.ip.startswith("127.")})

@@ -59,7 +59,7 @@ class NodeRunner:
     def begin(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
         """Ready for a command of ``job_id``'s ``attempt``: at creation, and again when a kept
         actor (its Ray worker and its bundle) serves the next call (launch/kept_nodes.py)."""
-        from ..workloads.logfile import LogWriter
+        from ..logs.logfile import LogWriter
 
         self.job_id = job_id
         self.attempt = attempt
@@ -229,8 +229,7 @@ class NodeRunner:
         group; the pids. Once the command ended, what is still in its group only exits (the
         keeper after writing how the command ended, multiprocessing's resource tracker; slowly
         on a loaded machine): the group is stopped, and that is no leftover."""
-        from ..pids import kill_group, process_start_time, stop_processes
-        from ..workloads.processes import job_processes
+        from ..pids import job_processes, kill_group, process_start_time, stop_processes
 
         handle = self.handle
         ended = handle is not None and handle.poll() is not None

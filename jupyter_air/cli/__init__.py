@@ -90,8 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         import sqlite3
 
         from ..config import data_dir
+        from ..disk import no_space, no_space_text
         from ..tracking.readiness import TrackingServerNotReady
-        from ..workloads.disk import no_space, no_space_text
 
         if isinstance(error, TrackingServerNotReady):  # MLflow not answering, or refusing us
             print(printable(f"air: {error}", lines=True), file=sys.stderr)

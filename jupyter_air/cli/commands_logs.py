@@ -24,14 +24,15 @@ from .common import (
 from .render import json_out, outcome_text, say
 
 if TYPE_CHECKING:
+    from ..logs.follow import AttemptStarted
+    from ..logs.scan import LogLine
     from ..workloads.connection import Connection
-    from ..workloads.follow import AttemptStarted
-    from ..workloads.logquery import LogLine
     from ..workloads.store import JobRun, JobStore
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from ..workloads.logquery import InvalidQuery, download_to, query_logs
+    from ..logs.filters import InvalidQuery
+    from ..logs.query import download_to, query_logs
 
     if args.retry is not None:
         if args.attempt is not None:
@@ -133,8 +134,8 @@ def follow(
     output: str,
     after: str | None = None,
 ) -> int:
-    from ..workloads.follow import AttemptStarted, JobEnded, follow
-    from ..workloads.logquery import LogLine
+    from ..logs.follow import AttemptStarted, JobEnded, follow
+    from ..logs.scan import LogLine
 
     found: list[Connection | None] = []  # looked up once, when an attempt is first shown
     current = None

@@ -88,8 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _submission_errors(file: str, tracking_uri: Callable[[], str | None]) -> Iterator[None]:
     """What ``submit`` (and ``dry_run``) raise, as the CLI's errors and exit codes."""
+    from ..backends.base import CapacityError
     from ..tracking.experiments import ExperimentError
-    from ..workloads.capacity import CapacityError
     from ..workloads.spec import SpecError
 
     try:

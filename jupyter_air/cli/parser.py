@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import agent_command
 from ..api.enums import JobStatus
 
 if TYPE_CHECKING:
@@ -270,9 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         "field", nargs="?", metavar="FIELD", help="a dotted field path (compute.num_nodes)"
     )
     _output(explain)
-    from .. import agent_command
-
-    agent_command.add_parsers(commands)
+    agent_command.add_parsers(commands, formatter)
     return parser
 
 

@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from .devices import say_once
-from .driver import Launch, LaunchOptions
+from .driver import Launch, ignore_sigint
 from .errors import DeviceError, DistributedError
 from .kept_nodes import keep_seconds, kept_nodes
+from .options import LaunchOptions
+from .processes import stop_signal_name
 from .rundir import record_stops
 
 if TYPE_CHECKING:
@@ -198,7 +200,7 @@ class ClusterLaunch(Launch):
         import ray
 
         from ..backends.base import GroupLaunch, NodeLaunch
-        from ..workloads.logfile import LogWriter
+        from ..logs.logfile import LogWriter
         from .output import RankOutput
 
         run_dir = self.run_dir
@@ -352,14 +354,13 @@ class ClusterLaunch(Launch):
             if not run_dir.result(r).exists() and not run_dir.error(r).exists()
         ]
 
-    def _kill_ranks(self, sig: int) -> None:
-        from ..pids import signal_name
-
+    def _kill_ranks(self, last_resort: bool = False) -> None:
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
-                record_stops(self.run_dir, "driver", self._unfinished(), signal_name(sig))
+                sent = stop_signal_name(last_resort)
+                record_stops(self.run_dir, "driver", self._unfinished(), sent)
         if self.group is not None:
-            self.group.stop(0.0 if sig == 9 else self.options.grace_period)
+            self.group.stop(0.0 if last_resort else self.options.grace_period)
 
     def _any_rank_alive(self) -> bool:
         return self.agent is not None and self.agent.poll() is None
@@ -367,14 +368,12 @@ class ClusterLaunch(Launch):
     def _stop(self, why: str) -> None:
         """Stop every node (SIGTERM, SIGKILL after the grace period, through its actor), bring
         the last output home, and check on every node that nothing of the call is left."""
-        from .driver import _ignore_sigint
-
         group = self.group
         if group is None:
             return
         started = time.monotonic()
-        with _ignore_sigint():
-            self._kill_ranks(15)
+        with ignore_sigint():
+            self._kill_ranks()
             self._sync_quietly()
             self._pump_quietly(final=True)
         self.stopped_in_s = time.monotonic() - started

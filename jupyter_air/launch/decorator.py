@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
 from ..config import MOST_KEEP_S
+from .call import run_distributed
 from .devices import check_counts
-from .driver import LaunchOptions, run_distributed
 from .errors import DistributedError, RemoteTraceback
+from .options import LaunchOptions
 
 R = TypeVar("R")
 OUTPUTS = ("all", "rank0")

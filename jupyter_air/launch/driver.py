@@ -1,18 +1,19 @@
-"""One ``.distributed()`` call, in the kernel, from start to the value or error it gives back.
+"""One ``.distributed()`` call run from the kernel (``Launch``; launch/cluster.py's
+``ClusterLaunch`` extends it to Ray nodes), from start to the value or error it gives back.
 
-In order: check torch is installed, pick the devices, pickle the call (failing before anything
-starts), start the MLflow run and show it in the cell, hold GPU sampling awake, start the agent
-process, stream every rank's output into the cell while it runs, then collect the results in
-rank order or raise the first failing rank's error. An interrupt, the ``timeout`` or any error
-here stops every rank (SIGTERM, then SIGKILL after ``grace_period``) and checks each pid is gone;
-the run ends FINISHED, FAILED or KILLED accordingly.
+In order (launch/call.py checked torch is installed, picked the devices and pickled the call,
+failing before anything starts): start the MLflow run and show it in the cell, hold GPU
+sampling awake, start the agent process, stream every rank's output into the cell while it runs,
+then collect the results in rank order or raise the first failing rank's error. An interrupt,
+the ``timeout`` or any error here stops every rank (SIGTERM, then SIGKILL after
+``grace_period``) and checks each pid is gone; the run ends FINISHED, FAILED or KILLED
+accordingly.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import logging
 import os
 import signal
@@ -21,23 +22,23 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..files import write_atomic, write_json
-from .devices import DevicePlan, plan_devices, say_once
-from .errors import DistributedTimeoutError, LauncherError, TorchNotInstalledError
+from ..pids import kill_group
+from .devices import DevicePlan
+from .errors import DistributedTimeoutError, LauncherError
 from .failures import collect_failures, rank_error
 from .output import RankOutput
-from .payload import build_payload, function_name
-from .processes import RankProcess, signal_group, signal_name
+from .processes import RankProcess, signal_group, signal_name, stop_signal_name
 from .rundir import RunDir, create_run_dir, record_stops
 
 if TYPE_CHECKING:
     from ..live_widget import LiveCall
     from ..tracking.display import RunDisplay
     from ..tracking.runs import ManagedRun
+    from .options import LaunchOptions
 
 POLL_S = 0.05
 TAG_FUNCTION = "jupyter_air.function"
@@ -47,66 +48,6 @@ TAG_ERROR = "jupyter_air.error"
 _live: set[Launch] = set()  # launches running in this process, stopped at exit
 _live_lock = threading.Lock()
 _atexit_registered = False
-
-
-@dataclass(frozen=True)
-class LaunchOptions:
-    """What ``@distributed(...)`` was given (see decorator.distributed)."""
-
-    gpus: int | None = None
-    nodes: int = 1
-    timeout: float | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    output: str = "all"
-    run_name: str | None = None
-    experiment: str | None = None
-    mlflow: bool = True
-    grace_period: float = 5.0
-    remote: bool = False  # a job run (launch/remote.py) instead of processes of the kernel
-    max_retries: int = 0  # remote: attempts after the first
-    keep_nodes: float | None = None  # nodes > 1: seconds a clean call's nodes are kept
-
-
-def run_distributed(
-    fn: Callable[..., Any], options: LaunchOptions, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> list[Any]:
-    __tracebackhide__ = True
-    if options.remote:
-        from .remote import run_remote
-
-        payload = build_payload(fn, args, kwargs)  # before anything is created
-        return run_remote(function_name(fn), options, payload.dumps(), options.max_retries)
-    require_torch()
-    if options.nodes > 1:
-        from .cluster import ClusterLaunch, cluster_backend, plan_cluster
-        from .kept_nodes import kept_nodes
-
-        backend = cluster_backend(options.nodes)
-        try:
-            cluster = plan_cluster(options.gpus, options.nodes, backend)
-            payload = build_payload(fn, args, kwargs)  # before anything starts
-        except BaseException:
-            kept_nodes().done(backend)
-            raise
-        say_once(cluster.note)
-        return ClusterLaunch(function_name(fn), options, cluster, payload.dumps(), backend).run()
-    plan = plan_devices(options.gpus, options.nodes)
-    payload = build_payload(fn, args, kwargs)  # before anything starts
-    say_once(plan.note)
-    return Launch(function_name(fn), options, plan, payload.dumps()).run()
-
-
-def require_torch() -> None:
-    try:
-        found = importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise TorchNotInstalledError(
-            ".distributed() runs the ranks with torch (torch.distributed elastic), which is not "
-            "installed in this kernel's environment. Install it with: pip install \"jupyter-air"
-            '[torch]" (or pip install torch), then restart the kernel.'
-        )
 
 
 class Launch:
@@ -312,7 +253,7 @@ class Launch:
                 if self._some_rank_failed():
                     failing_since = now
             elif failing_since is not None and now - failing_since > self.options.grace_period + 1:
-                self._kill_ranks(signal.SIGKILL)
+                self._kill_ranks(last_resort=True)
                 failing_since = now
             if not busy:
                 time.sleep(POLL_S)
@@ -393,15 +334,20 @@ class Launch:
                 if info:
                     self.ranks[rank] = RankProcess(rank, int(info["pid"]), float(info["started"]))
 
-    def _kill_ranks(self, sig: int) -> None:
-        """Signal every rank still running, noting first that the launch stopped them."""
+    def _kill_ranks(self, last_resort: bool = False) -> None:
+        """SIGTERM (SIGKILL as the ``last_resort``) to every rank still running, noting first
+        that the launch stopped them."""
         self._read_ranks()
         alive = [process for process in self.ranks.values() if process.alive()]
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
-                record_stops(self.run_dir, "driver", [p.rank for p in alive], signal_name(sig))
+                sent = stop_signal_name(last_resort)
+                record_stops(self.run_dir, "driver", [p.rank for p in alive], sent)
         for process in alive:
-            process.signal(sig)
+            if last_resort:
+                process.kill()
+            else:
+                process.signal(signal.SIGTERM)
 
     def _stop(self, why: str) -> None:
         """Stop the agent and every rank: SIGTERM, then SIGKILL after the grace period; return
@@ -410,11 +356,11 @@ class Launch:
         if agent is None:
             return
         started = time.monotonic()
-        with _ignore_sigint():
+        with ignore_sigint():
             self._read_ranks()
             if agent.poll() is None:
                 signal_group(agent.pid, signal.SIGTERM)  # elastic stops its ranks (SIGTERM)
-            self._kill_ranks(signal.SIGTERM)  # and directly, those the agent may not reach
+            self._kill_ranks()  # and directly, those the agent may not reach
             deadline = started + self.options.grace_period
             while (agent.poll() is None or self._any_rank_alive()) and (
                 time.monotonic() < deadline
@@ -422,8 +368,8 @@ class Launch:
                 self._pump_quietly()
                 time.sleep(POLL_S)
             if agent.poll() is None:
-                signal_group(agent.pid, signal.SIGKILL)
-            self._kill_ranks(signal.SIGKILL)  # only those still alive
+                kill_group(agent.pid)
+            self._kill_ranks(last_resort=True)  # only those still alive
             with contextlib.suppress(subprocess.TimeoutExpired):
                 agent.wait(timeout=2)
             self._wait_ranks_gone(timeout_s=2)
@@ -449,7 +395,7 @@ class Launch:
                         file=sys.stderr,
                     )
                     return
-                self._kill_ranks(signal.SIGKILL)
+                self._kill_ranks(last_resort=True)
                 killed, deadline = True, time.monotonic() + 5
             time.sleep(POLL_S)
 
@@ -517,7 +463,8 @@ def _hold_gpu_sampling(reason: str) -> contextlib.AbstractContextManager[Any]:
 
 
 @contextlib.contextmanager
-def _ignore_sigint() -> Iterator[None]:
+def ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored in this block (on the main thread): stopping the ranks is not cut short."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import AGENT_PID
-from ..pids import signal_group, signal_name
+from ..pids import kill_process, signal_group, signal_name
 
 __all__ = [
     "AGENT_PID_ENV",
@@ -29,11 +29,18 @@ __all__ = [
     "die_with_parent",
     "signal_group",
     "signal_name",
+    "stop_signal_name",
     "watch_parent",
 ]
 
 PR_SET_PDEATHSIG = 1
 AGENT_PID_ENV = AGENT_PID.name  # the agent's pid, for its ranks
+
+
+def stop_signal_name(last_resort: bool) -> str:
+    """What the run folder records for ranks the launch stopped: SIGTERM, or SIGKILL as the last
+    resort."""
+    return "SIGKILL" if last_resort else "SIGTERM"
 
 
 def die_with_parent(sig: int, expected_parent: int | None = None) -> bool:
@@ -93,3 +100,8 @@ class RankProcess:
         if self.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        """The last resort: SIGKILL, if it is still the same process."""
+        if self.alive():
+            kill_process(self.pid)

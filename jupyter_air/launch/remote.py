@@ -24,7 +24,7 @@ from .errors import DistributedError
 
 if TYPE_CHECKING:
     from ..workloads.store import JobRun, JobStore
-    from .driver import LaunchOptions
+    from .options import LaunchOptions
 
 
 class JobRunFailed(DistributedError):

@@ -13,14 +13,11 @@ would notice within a second anyway; this makes a clean stop immediate).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-from ..pids import group_alive, process_start_time, stop_group, stop_process
-from ..private import open_private
+from ..pids import group_alive, process_start_time, spawn_detached, stop_group, stop_process
 from .records import (
     Endpoint,
     EndpointRecord,
@@ -65,20 +62,8 @@ def _spawn_guard(files: ServerFiles, start_timeout_s: float, python: str) -> int
         python, "-m", "jupyter_air.mlflow_server.guard", str(files.folder),
         "--start-timeout", f"{start_timeout_s:g}",
     ]  # fmt: skip
-    with open_private(files.log_file) as out:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=str(files.folder),
-            start_new_session=True,  # outlives the process that started it, while leased
-            close_fds=True,
-        )
-    # the starter reaps it if it ends first (no zombie); otherwise init does
-    threading.Thread(target=process.wait, name="jupyter-air-mlflow-reaper", daemon=True).start()
-    return process.pid
+    # outlives the process that started it, while leased; reaped by the starter if it ends first
+    return spawn_detached(command, log_file=files.log_file, env=env, cwd=str(files.folder))
 
 
 def stop_leftover(files: ServerFiles) -> bool:

@@ -161,7 +161,7 @@ class WorkloadLogsHandler(_LogsBase):
         await self._serve(workload_id)
 
     async def _serve(self, workload_id: str) -> None:
-        from ..workloads.logquery import MAX_LIMIT
+        from ..logs.query import MAX_LIMIT
 
         filters = self._filters()
         after = self.get_query_argument("after", None) or None
@@ -284,7 +284,7 @@ class _ScheduleBase(_WorkloadBase):
         await super().prepare(*args, **kwargs)
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        from ..workloads.capacity import CapacityError
+        from ..backends.base import CapacityError
         from ..workloads.connection import NoTrackingServer
         from ..workloads.spec import SpecError
         from ..workloads.store import ScheduleNotFound

@@ -11,6 +11,7 @@ TAG_KERNEL_ID = "jupyter_air.kernel_id"
 TAG_LAUNCHER = "jupyter_air.launcher"
 TAG_JOB = "jupyter_air.workload.job_id"  # runs of workload attempts: the job run
 TAG_ATTEMPT = "jupyter_air.workload.attempt"
+TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"  # how many attempts the job run may make
 TAG_REASON = "jupyter_air.workload.reason"  # how the attempt ended, in words
 
 

@@ -7,8 +7,8 @@ What the CLI, the magics and the Jupyter server use is below; each name is impor
 - spec: ``load_spec``, ``load_spec_file``, ``WorkloadSpec``, ``SpecError``
 - jobs: ``open_store``, ``submit``, ``cancel``, ``get_job``, ``list_jobs``, ``refresh``
 - store: ``JobStore``, ``JobRun``, ``Attempt``, ``JobNotFound``
-- logs: ``query_logs``, ``download_logs``, ``download_to``, ``LogPage``, ``LogLine``,
-  ``InvalidQuery``, ``follow``
+- logs (from ``jupyter_air.logs``): ``query_logs``, ``download_logs``, ``download_to``,
+  ``LogPage``, ``LogLine``, ``InvalidQuery``, ``follow``
 - retention: ``purge_logs``
 - JSON: ``job_json``
 """
@@ -20,35 +20,30 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .follow import follow
+    from ..logs.filters import InvalidQuery
+    from ..logs.follow import follow
+    from ..logs.query import LogPage, download_logs, download_to, query_logs
+    from ..logs.scan import LogLine
     from .jobs import cancel, get_job, list_jobs, open_store, refresh, submit
-    from .logquery import (
-        InvalidQuery,
-        LogLine,
-        LogPage,
-        download_logs,
-        download_to,
-        query_logs,
-    )
     from .retention import purge_logs
     from .spec import SpecError, WorkloadSpec, load_spec, load_spec_file
     from .store import Attempt, JobNotFound, JobRun, JobStore
     from .views import job_json
 
 _EXPORTS = {
-    "follow": "follow",
+    "follow": ".logs.follow",
     "cancel": "jobs",
     "get_job": "jobs",
     "list_jobs": "jobs",
     "open_store": "jobs",
     "refresh": "jobs",
     "submit": "jobs",
-    "InvalidQuery": "logquery",
-    "LogLine": "logquery",
-    "LogPage": "logquery",
-    "download_logs": "logquery",
-    "download_to": "logquery",
-    "query_logs": "logquery",
+    "InvalidQuery": ".logs.filters",
+    "LogLine": ".logs.scan",
+    "LogPage": ".logs.query",
+    "download_logs": ".logs.query",
+    "download_to": ".logs.query",
+    "query_logs": ".logs.query",
     "purge_logs": "retention",
     "SpecError": "spec",
     "WorkloadSpec": "spec",

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..api.enums import run_status_of
 from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
-from ..config import ATTEMPT, CHECKPOINT_DIR, SYSTEM_METRICS_INTERVAL_S
-from ..tracking.naming import TAG_ATTEMPT, TAG_JOB, TAG_REASON
+from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID, SYSTEM_METRICS_INTERVAL_S
+from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB, TAG_REASON
 from .checkpoints import CheckpointSync, Home, LocalFolder, count_restarts
 from .paths import checkpoint_home, checkpoint_node_dir, log_path
 from .snapshot import (
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
-TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"
 TAG_BACKEND = "jupyter_air.workload.backend"
 TAG_SCHEDULE_ID = "jupyter_air.schedule_id"
 TAG_SCHEDULE = "jupyter_air.schedule"
@@ -83,8 +82,7 @@ class JobAttempts:
 
     # before ----------------------------------------------------------------------------------
     def prepare(self, attempt: int) -> GroupLaunch:
-        from .logfile import LogWriter
-        from .processes import JOB_ENV
+        from ..logs.logfile import LogWriter
 
         job = self.job
         try:
@@ -122,7 +120,7 @@ class JobAttempts:
             **(spec.get("env_variables") or {}),
             **self.tracking.env(),
             **(run.env() if run is not None else {}),
-            JOB_ENV: job.id,
+            JOB_ID.name: job.id,
             ATTEMPT.name: str(attempt),
             WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
         }

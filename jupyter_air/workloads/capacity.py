@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..backends.base import CapacityError
 from ..telemetry.inventory import read_inventory
 
 if TYPE_CHECKING:
@@ -44,14 +45,6 @@ class GpuInventory:
         total = len(self.gpus)
         text = f"{total} GPU{'s' if total != 1 else ''}: {listed}"
         return text + (f" ({self.note})" if self.note else "")
-
-
-class CapacityError(RuntimeError):
-    """The workload asks for accelerators this machine does not have."""
-
-
-class ClusterUnreachableError(CapacityError):
-    """The cluster that would run the workload does not answer: no capacity at all."""
 
 
 def gpu_inventory(nvml: Any = None, environ: Mapping[str, str] | None = None) -> GpuInventory:

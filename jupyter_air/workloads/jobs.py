@@ -23,14 +23,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import DATA_DIR, data_dir
-from ..pids import is_running, stop_process
+from ..config import DATA_DIR, JOB_ID, data_dir
+from ..pids import is_running, kill_job_processes, spawn_detached, stop_process
 from ..pids import process_start_time as start_time
 from ..private import private_folder
 from .capacity import GpuInventory, assign_gpus, gpu_inventory
 from .connection import Connection, find_connection
 from .paths import job_dir, new_job_id
-from .processes import kill_job_processes, spawn_detached
 from .retention import purge_logs
 from .store import (
     ACTIVE,
@@ -44,6 +43,7 @@ from .store import (
 )
 
 if TYPE_CHECKING:
+    from ..backends.base import Backend
     from ..backends.choice import Choice
     from ..backends.ray_backend import RayBackend
     from .snapshot import Listing
@@ -140,18 +140,30 @@ def place(
         require_ray(choice.why)
         ray = RayBackend(choice.address)
         try:
-            ray.check(spec)
+            check_shape(ray, spec)
         except BaseException:
             ray.close()
             raise
         return [[] for _ in range(spec.compute.num_nodes)], ray
     from ..backends.local import LocalBackend
 
-    LocalBackend().check(spec)
+    check_shape(LocalBackend(), spec)
     if callable(inventory):
         inventory = inventory()
     gpus = assign_gpus(spec.compute, inventory if inventory is not None else gpu_inventory())
     return gpus, None
+
+
+def check_shape(backend: Backend, spec: WorkloadSpec) -> None:
+    """``backend.check``, a shape it never runs told as a SpecError: the field's line in the
+    workload file, or the override that set it."""
+    from ..backends.base import ShapeError
+    from .spec import SpecError
+
+    try:
+        backend.check(spec)
+    except ShapeError as error:
+        raise SpecError([spec.problem(error.field, error.message, hint=error.hint)]) from None
 
 
 def code_listing(
@@ -325,7 +337,7 @@ def refresh(store: JobStore, job: JobRun) -> JobRun:
             f"its supervisor (pid {job.supervisor_pid}) stopped unexpectedly "
             "(machine restart, out of memory?)"
         )
-    kill_job_processes(job.id, grace_s=2.0)
+    kill_job_processes(job.id, JOB_ID.name, grace_s=2.0)
     status = CANCELLED if job.cancel_requested else FAILED
     if status == CANCELLED:
         reason = "cancelled (air cancel); " + reason
@@ -418,7 +430,7 @@ def _stop_cancelled(store: JobStore, job: JobRun) -> JobRun:
     """Make sure nothing of a cancelled job run is left, ending it ourselves if need be."""
     if supervisor_alive(job):  # it did not stop in time: stop it and end the job ourselves
         stop_process(job.supervisor_pid, job.supervisor_started, grace_s=0.0)
-    kill_job_processes(job.id, grace_s=2.0)
+    kill_job_processes(job.id, JOB_ID.name, grace_s=2.0)
     job = store.get_job(job.id)
     if job.status not in TERMINAL:
         reason = "cancelled (air cancel); the supervisor did not stop in time and was killed"

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..api.enums import RUN_TERMINAL, run_status_of
 from ..mlflow_server.records import ServerFiles, mlflow_folder
-from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
+from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB
 from .connection import server_token
 from .store import TERMINAL, Attempt, JobRun, JobStore
 from .tracking_calls import EMBEDDED, bound_mlflow_calls
@@ -136,8 +136,6 @@ def _close(store: JobStore, job: JobRun, uri: str, token: str | None, report: Re
 
 
 def _create_run(client: Any, job: JobRun, attempt: Attempt) -> str:
-    from .supervisor import TAG_ATTEMPTS
-
     tags = {
         TAG_JOB: job.id,
         TAG_ATTEMPT: str(attempt.attempt),

@@ -27,11 +27,12 @@ from typing import Any
 
 from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
 from ..config import KILL_GRACE_S, data_dir
-from ..tracking.naming import TAG_ATTEMPT, TAG_JOB
-from .attempts import TAG_ATTEMPTS, JobAttempts
-from .disk import DiskWatch, no_space
+from ..disk import DiskWatch, no_space
+from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB
+from .attempts import JobAttempts
 from .heartbeat import Heartbeat
 from .paths import job_dir
+from .reconcile import reconcile
 from .store import TERMINAL, JobRun, JobStore
 from .tracking_calls import JobTracking, bound_mlflow_calls
 
@@ -150,8 +151,6 @@ class Supervisor:
     def _close_runs(self) -> None:
         """What MLflow did not get during the job (runs left RUNNING, logs), now if it answers;
         else later, by the Jupyter server or ``air get run``. The job itself has ended."""
-        from .reconcile import reconcile
-
         try:
             report = reconcile(self.store, [self.job_id], budget_s=10.0)
             if report.failed:

@@ -444,9 +444,7 @@ export interface IKernelOwner {
   path?: string | null;
 }
 
-/**
- * The level of a log line, read from the line itself (`workloads/levels.py`).
- */
+/** The level of a log line, read from the line itself (`logs/levels.py`). */
 export type LogLevel = 'info' | 'warning' | 'error';
 
 /** Every LogLevel, in order. */

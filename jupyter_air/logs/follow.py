@@ -8,10 +8,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .jobs import refresh
-from .logquery import LogLine, query_logs
-from .store import Attempt, JobRun, JobStore
+from ..workloads.jobs import refresh
+from .query import query_logs
+from .scan import LogLine
+
+if TYPE_CHECKING:
+    from ..workloads.store import Attempt, JobRun, JobStore
 
 
 @dataclass

@@ -11,7 +11,7 @@ a level is found by searching for ``"\\nERROR "`` in the raw bytes; the UTC arri
 millisecond (lexically ordered and never decreasing within a file, so a time range is a binary
 search); the stream; then the text as the program wrote it (UTF-8, ANSI codes kept). The file is
 plain text: readable as it is when downloaded or opened in MLflow, and searched by scanning the
-bytes (see logquery.py and bench/workload_logs.py for why this beats an index here).
+bytes (see scan.py and bench/workload_logs.py for why this beats an index here).
 
 Each batch of lines is appended with one ``write()`` on an ``O_APPEND`` descriptor: once written
 it is the kernel's, so nothing is lost when the command (or the supervisor) crashes.
@@ -31,8 +31,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..disk import no_space, no_space_text
 from ..private import FILE_MODE, private_folder
-from .disk import no_space, no_space_text
 from .levels import ERROR, INFO, WARNING
 
 PREFIX = 35  # len("ERROR 2025-11-29T10:13:20.123Z out ")
