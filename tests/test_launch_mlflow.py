@@ -16,6 +16,7 @@ from launch_support import TimedStream, run_dirs, wait_for
 from tracking_support import reset_fluent, unique, use_server
 
 from jupyter_air import distributed
+from jupyter_air.launch.checkpoint import NothingToResume
 from jupyter_air.launch.driver import TAG_ERROR, TAG_FUNCTION, TAG_RANKS
 from jupyter_air.launch.errors import ExperimentChangedError
 from jupyter_air.tracking.naming import TAG_LAUNCHER, TAG_NOTEBOOK
@@ -366,3 +367,48 @@ def test_run_display_is_shown_then_updated(server, monkeypatch):
         ("show", "RUNNING"),
         ("update", "FINISHED"),
     ]
+
+
+def test_resume_continues_the_last_call_its_run_and_its_checkpoint_folder(server):
+    """Every rank gets the call's checkpoint folder; ``resume=True`` continues the function's
+    last call (its MLflow run, its folder: what rank 0 saved is there); a call without it starts
+    afresh; ``resume=RUN_ID`` continues that run."""
+    experiment = unique("ckpt-calls")
+
+    @distributed(gpus=2, experiment=experiment)
+    def train(epochs):
+        import os
+        import pathlib
+
+        import torch.distributed as dist
+
+        folder = os.environ["JUPYTER_AIR_CHECKPOINT_DIR"]
+        path = os.path.join(folder, "epoch.txt")
+        start = int(pathlib.Path(path).read_text()) if os.path.exists(path) else 0
+        dist.init_process_group("gloo")
+        dist.barrier()  # every rank read before rank 0 saves
+        dist.destroy_process_group()
+        if os.environ["RANK"] == "0":
+            with open(path + ".tmp", "w") as file:
+                file.write(str(start + epochs))
+            os.replace(path + ".tmp", path)
+        return folder, start
+
+    with pytest.raises(NothingToResume, match="has not run in this kernel"):
+        train.distributed(1, resume=True)
+    first = train.distributed(3)
+    assert [start for _, start in first] == [0, 0] and first[0][0] == first[1][0]  # one folder
+    resumed = train.distributed(2, resume=True)
+    assert resumed == [(first[0][0], 3), (first[0][0], 3)]  # both ranks found rank 0's file
+    fresh = train.distributed(1)
+    assert [start for _, start in fresh] == [0, 0] and fresh[0][0] != first[0][0]
+    runs = client().search_runs(
+        [client().get_experiment_by_name(experiment).experiment_id], order_by=["start_time ASC"]
+    )
+    assert len(runs) == 2  # the resumed call added no run: it continued the first
+    first_run = runs[0].info.run_id
+    assert first[0][0].endswith(first_run)  # the folder is the run's
+    again = train.distributed(4, resume=first_run)  # by run id, after another call
+    assert [start for _, start in again] == [5, 5]
+    with pytest.raises(ValueError, match="resume must be True, False or an MLflow run id"):
+        train.distributed(1, resume="../etc")

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
+from ..config import CHECKPOINT_DIR, CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from .devices import say_once
 from .driver import Launch, ignore_sigint
@@ -193,6 +193,8 @@ class ClusterLaunch(Launch):
                 env["MLFLOW_TRACKING_TOKEN"] = token
         if self.cluster.nproc > 1:
             env["OMP_NUM_THREADS"] = "1"
+        if self.checkpoint_dir is not None:  # a path of this machine: a disk the nodes share
+            env[CHECKPOINT_DIR.name] = str(self.checkpoint_dir)
         env.update({str(k): str(v) for k, v in self.options.env.items()})
         return env
 

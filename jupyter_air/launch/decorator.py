@@ -12,8 +12,9 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
-from ..config import MOST_KEEP_S
+from ..config import CHECKPOINT_DIR, MOST_KEEP_S
 from .call import run_distributed
+from .checkpoint import check_resume
 from .devices import check_counts
 from .errors import DistributedError, RemoteTraceback
 from .options import LaunchOptions
@@ -21,7 +22,7 @@ from .options import LaunchOptions
 R = TypeVar("R")
 OUTPUTS = ("all", "rank0")
 # options ``.distributed()`` itself takes (unless the function has a parameter of that name)
-CALL_OPTIONS = ("remote", "max_retries")
+CALL_OPTIONS = ("remote", "max_retries", "resume")
 MAX_RETRIES = 100
 
 
@@ -181,8 +182,15 @@ def _options(
     remote: bool = False,
     max_retries: int = 0,
     keep_nodes: float | None = None,
+    resume: object = False,
 ) -> LaunchOptions:
     check_counts(gpus, nodes)
+    resume = check_resume(resume)
+    if resume is not False and remote:
+        raise ValueError(
+            "resume is for calls of the kernel: a job run (remote=True) resumes its retries "
+            f"from ${CHECKPOINT_DIR.name} by itself (docs/checkpoints.md)"
+        )
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise ValueError(f"timeout must be a number of seconds > 0, or None; got {timeout!r}")
     if isinstance(grace_period, bool) or not grace_period >= 0:
@@ -227,4 +235,5 @@ def _options(
         remote=remote,
         max_retries=max_retries,
         keep_nodes=float(keep_nodes) if keep_nodes is not None else None,
+        resume=resume,
     )

@@ -23,10 +23,13 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import CHECKPOINT_DIR
 from ..files import write_atomic, write_json
 from ..pids import kill_group
+from .checkpoint import checkpoint_folder, resumed_key
 from .devices import DevicePlan
 from .errors import DistributedTimeoutError, LauncherError
 from .failures import collect_failures, rank_error
@@ -65,6 +68,7 @@ class Launch:
         self._error_text: str | None = None  # tagged on a FAILED run
         self._display: RunDisplay | None = None
         self.live: LiveCall | None = None  # the widget in the cell, where one can be shown
+        self.checkpoint_dir: Path | None = None  # every rank's config.CHECKPOINT_DIR
 
     # the call -----------------------------------------------------------------------------------
     def run(self) -> list[Any]:
@@ -73,7 +77,10 @@ class Launch:
         write_atomic(self.run_dir.payload, self.payload)
         status = "FAILED"
         try:
-            self.mlflow_run = self._start_mlflow_run()
+            resumed = resumed_key(self.name, self.options.resume)
+            self.mlflow_run = self._start_mlflow_run(resumed)
+            run_id = self.mlflow_run.run_id if self.mlflow_run is not None else resumed
+            self.checkpoint_dir = checkpoint_folder(self.name, run_id)
             reason = f"distributed {self.name}()" + (
                 f" — run {self.mlflow_run.run_name}" if self.mlflow_run is not None else ""
             )
@@ -106,7 +113,8 @@ class Launch:
             if status == "FINISHED" or self.agent is None:  # nothing to inspect
                 self.run_dir.remove()
 
-    def _start_mlflow_run(self) -> ManagedRun | None:
+    def _start_mlflow_run(self, resumed: str | None = None) -> ManagedRun | None:
+        """The call's run: a new one, or ``resumed`` (``resume=``)."""
         if not self.options.mlflow:
             return None
         from ..tracking.runs import ManagedRun
@@ -117,6 +125,7 @@ class Launch:
                 run_name=self.options.run_name,
                 experiment=self.options.experiment,
                 tags={TAG_FUNCTION: self.name, TAG_RANKS: self.description},
+                run_id=resumed,
                 # on several nodes each samples itself (system/node_k/…); on one machine, the
                 # kernel's machine is node 0
                 system_metrics=self.samples_here,
@@ -206,6 +215,8 @@ class Launch:
             env["CUDA_VISIBLE_DEVICES"] = self.plan.cuda_visible_devices
         if self.plan.nproc > 1:
             env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: no oversubscription
+        if self.checkpoint_dir is not None:
+            env[CHECKPOINT_DIR.name] = str(self.checkpoint_dir)
         env.update({str(k): str(v) for k, v in self.options.env.items()})
         return env
 

@@ -24,3 +24,4 @@ class LaunchOptions:
     remote: bool = False  # a job run (launch/remote.py) instead of processes of the kernel
     max_retries: int = 0  # remote: attempts after the first
     keep_nodes: float | None = None  # nodes > 1: seconds a clean call's nodes are kept
+    resume: bool | str = False  # continue the function's last call (True) or this MLflow run

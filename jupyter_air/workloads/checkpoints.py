@@ -1,6 +1,6 @@
 """Checkpoints that follow a job run (docs/checkpoints.md).
 
-Every node of every attempt gets ``JUPYTER_AIR_CHECKPOINT_DIR``: a folder on its node, the same
+Every node of every attempt gets ``config.CHECKPOINT_DIR``: a folder on its node, the same
 path in each attempt. What a node writes there is brought home while the attempt runs (a file
 that stopped changing, at the next scan) and when the attempt ends, each node's files apart
 (``HOME/node_K/``). Before each attempt the latest checkpoint is put back on every node the

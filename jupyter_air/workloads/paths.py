@@ -54,7 +54,8 @@ def nodes_dir(data: Path, job_id: str) -> Path:
 
 
 def checkpoint_node_dir(data: Path, job_id: str, node: int) -> Path:
-    """Node ``node``'s JUPYTER_AIR_CHECKPOINT_DIR when it runs on this machine (every attempt)."""
+    """Node ``node``'s checkpoint folder (``config.CHECKPOINT_DIR``) when it runs on this
+    machine, the same in every attempt."""
     return nodes_dir(data, job_id) / f"node_{_index(node, 'node', 0)}" / "checkpoint"
 
 
