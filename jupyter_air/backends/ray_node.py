@@ -28,6 +28,17 @@ from typing import Any
 from ..config import GROUP, NODE_IP
 from .base import node_environment
 
+SETTLE_S = 10.0  # how long what a clean command's ranks started may take to end by itself
+
+
+def _described(pid: int) -> str:
+    """``1234 (python -m …)``: a process as a person can tell what it is."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        return f"{pid} ({' '.join(psutil.Process(pid).cmdline())[:80]})"
+    return str(pid)
+
 
 def _in_group(pid: int, group: int) -> bool:
     """Whether ``pid`` is still in the process group ``group``."""
@@ -224,24 +235,34 @@ class NodeRunner:
                 kill_group(self.handle.pid)  # what is left of its group goes, its pipes close
         self.finish_capture()
 
-    def leftovers(self, grace_s: float) -> list[int]:
+    def leftovers(self, grace_s: float) -> list[str]:
         """Stop what still runs on this node for this attempt and left the command's process
         group; the pids. Once the command ended, what is still in its group only exits (the
-        keeper after writing how the command ended, multiprocessing's resource tracker; slowly
-        on a loaded machine): the group is stopped, and that is no leftover."""
+        keeper after writing how the command ended): the group is stopped, and that is no
+        leftover. What a rank started in its own session may still be on its way out
+        (multiprocessing's resource tracker follows its rank a moment later, slowly on a loaded
+        machine): what ends by itself within ``SETTLE_S`` is no leftover either."""
+        import time
+
         from ..pids import job_processes, kill_group, process_start_time, stop_processes
 
         handle = self.handle
         ended = handle is not None and handle.poll() is not None
         if ended:
             kill_group(handle.pid)
-        pids = [
-            pid
-            for pid in job_processes(self.group, GROUP_ENV)
-            if not (ended and _in_group(pid, handle.pid))
-        ]
+
+        def left() -> list[int]:
+            pids = job_processes(self.group, GROUP_ENV)
+            return [pid for pid in pids if not (ended and _in_group(pid, handle.pid))]
+
+        pids = left()
+        deadline = time.monotonic() + SETTLE_S
+        while pids and ended and time.monotonic() < deadline:
+            time.sleep(0.1)
+            pids = left()
+        what = [_described(pid) for pid in pids]
         stop_processes(pids, grace_s, {pid: process_start_time(pid) for pid in pids})
-        return pids
+        return what
 
     def close(self) -> None:
         """What this attempt left here goes (its folder, its log); the actor may serve another
