@@ -38,7 +38,7 @@ HEAD_IP = f"{SUBNET}.1"
 RAY_PORT = 6379
 WORKER_RESOURCES = ("--num-cpus=2", "--num-gpus=2")
 OBJECT_STORE_BYTES = 200 << 20  # small: three object stores on one machine
-START_TIMEOUT_S = 150.0  # for each step of the start: the head, then the workers
+START_TIMEOUT_S = 240.0  # for each step of the start: the head, then the workers
 REPO = Path(__file__).resolve().parents[1]
 
 # Ray's patient settings of the loopback cluster, but each host has one address of its own
@@ -345,8 +345,16 @@ for n in ray.nodes():
 
 WAIT_FOR_NODES = """
 import time, ray
-ray.init(address="auto", log_to_driver=False, logging_level="ERROR")
 deadline = time.monotonic() + {timeout}
+while True:  # the head's GCS may answer before its raylet is known: no node to connect to yet
+    try:
+        ray.init(address="auto", log_to_driver=False, logging_level="ERROR")
+        break
+    except (ConnectionError, RuntimeError):
+        ray.shutdown()
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(1)
 while True:
     alive = [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]]
     if len(alive) >= {count}:

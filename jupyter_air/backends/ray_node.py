@@ -50,6 +50,19 @@ def interpreter_first(path: str | None, python: str = sys.executable) -> str:
     return os.pathsep.join([here, *rest])
 
 
+def code_cache() -> Path:
+    """Where this node keeps the code snapshots it was sent, one folder per digest: in the Ray
+    node's own temporary folder (``/tmp/ray`` unless its ``ray start`` said otherwise), else the
+    system's."""
+    temp = None
+    with contextlib.suppress(Exception):  # outside a Ray worker (a test of the class)
+        import ray
+
+        node: Any = ray._private.worker.global_worker.node
+        temp = node.get_temp_dir_path()
+    return Path(temp or tempfile.gettempdir()) / "jupyter-air-code"
+
+
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
 GROUP_ENV = GROUP.name  # on every command a runner starts: what is left is found by it
 NODE_IP_ENV = NODE_IP.name
@@ -89,6 +102,29 @@ class NodeRunner:
             "pid": os.getpid(),
         }
 
+    # the code -----------------------------------------------------------------------------------
+    def has_code(self, digest: str) -> bool:
+        """Whether the snapshot ``digest`` is in this node's cache already (nothing to send)."""
+        return (code_cache() / digest).is_dir()
+
+    def receive_code(self, digest: str, data: bytes) -> int:
+        """The packed snapshot ``digest`` into this node's cache (made whole aside, then renamed:
+        a node never runs half a snapshot); the bytes received."""
+        from ..workloads.snapshot import unpack_snapshot
+
+        cache = code_cache()
+        cache.mkdir(parents=True, exist_ok=True)
+        if (cache / digest).is_dir():
+            return 0
+        aside = Path(tempfile.mkdtemp(prefix=f".{digest[:12]}-", dir=cache))
+        try:
+            unpack_snapshot(data, aside / "code")
+            with contextlib.suppress(OSError):  # another attempt on this host was first
+                os.rename(aside / "code", cache / digest)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return len(data)
+
     def free_port(self) -> int:
         from .local import free_port
 
@@ -106,7 +142,10 @@ class NodeRunner:
         master_port: int,
         gpus: str,
         files: Mapping[str, Any] | None = None,
+        code: str | None = None,
     ) -> dict[str, Any]:
+        """Start the command; with ``code`` (a snapshot's digest, in this node's cache) in a copy
+        of that snapshot of its own instead of ``cwd``."""
         import ray
 
         from ..pids import process_start_time
@@ -119,6 +158,12 @@ class NodeRunner:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         argv = [arg.replace("{folder}", str(self.files)) for arg in argv]
+        if code is not None:
+            cached = code_cache() / code
+            if not cached.is_dir():
+                raise FileNotFoundError(f"the code snapshot {code[:12]} was not sent to this node")
+            cwd = str(self.folder / "code")
+            shutil.copytree(cached, cwd, symlinks=True)  # the command may write in its folder
         if not os.path.isdir(cwd):
             raise FileNotFoundError(
                 f"the working folder {cwd} does not exist on this node ({socket.gethostname()}): "

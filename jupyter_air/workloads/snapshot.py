@@ -133,13 +133,10 @@ class CodeRecord:
         return cls(**known)
 
 
-def resolve_source(asked: str | None, backend: str) -> str:
-    """The code source of a submission: as the spec says; when it says nothing, a snapshot —
-    except on the Ray backend, whose nodes on other machines cannot read the job's folder on
-    the Jupyter host (a snapshot there needs the data folder on a shared filesystem)."""
-    if asked in (SNAPSHOT, LIVE):
-        return asked
-    return LIVE if backend == "ray" else SNAPSHOT
+def resolve_source(asked: str | None) -> str:
+    """The code source of a submission: as the spec says; when it says nothing, a snapshot, on
+    every backend (the Ray backend ships it to its nodes: ``pack_snapshot``)."""
+    return asked if asked in (SNAPSHOT, LIVE) else SNAPSHOT
 
 
 def attempt_cwd(working_dir: str | None, code: CodeRecord | None) -> str:
@@ -299,6 +296,49 @@ def copy_snapshot(listing: Listing, target: Path) -> CodeRecord:
         git_dirty=listing.git.dirty if listing.git else None,
         git=listing.git is not None,
     )
+
+
+# shipping a snapshot to nodes that do not see this machine's folders -----------------------------
+def snapshot_digest(code_path: str) -> str:
+    """What a snapshot holds, as one hash: each entry's name, kind (file, executable file, link)
+    and content or target. The same code has the same digest whichever job's folder holds it, so
+    a node that has it already is sent nothing."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for relative in _walk(code_path):
+        path = os.path.join(code_path, relative)
+        if os.path.islink(path):
+            entry, data = b"L", os.fsencode(os.readlink(path))
+        else:
+            entry = b"X" if os.access(path, os.X_OK) else b"F"
+            with open(path, "rb") as file:
+                data = hashlib.sha256(file.read()).digest()
+        digest.update(entry + os.fsencode(relative) + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+def pack_snapshot(code_path: str) -> bytes:
+    """The snapshot as a compressed tar (links as links), for ``unpack_snapshot`` on a node."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+        for relative in _walk(code_path):
+            tar.add(os.path.join(code_path, relative), arcname=relative, recursive=False)
+    return buffer.getvalue()
+
+
+def unpack_snapshot(data: bytes, target: Path) -> None:
+    """A packed snapshot into ``target`` (which must not exist): nothing lands outside it (no
+    absolute names, ``..`` or links out of it; tarfile's ``data`` filter)."""
+    import io
+    import tarfile
+
+    target.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(target, filter="data")
 
 
 def artifact_folder(code_path: str, into: Path) -> Path:
