@@ -19,6 +19,7 @@ the fixture, saying so: the rig must run in CI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -38,6 +39,7 @@ HEAD_IP = f"{SUBNET}.1"
 RAY_PORT = 6379
 WORKER_RESOURCES = ("--num-cpus=2", "--num-gpus=2")
 OBJECT_STORE_BYTES = 200 << 20  # small: three object stores on one machine
+MAX_RESTARTS = 2  # of a worker whose raylet died while starting
 START_TIMEOUT_S = 240.0  # for each step of the start: the head, then the workers
 REPO = Path(__file__).resolve().parents[1]
 
@@ -251,14 +253,50 @@ class Rig:
             log="ray-head.log",
         )  # fmt: skip
         self.wait_for_nodes(1)
-        for host in self.workers:
-            self.spawn(
+
+        def worker(host: Host) -> subprocess.Popen[bytes]:
+            return self.spawn(
                 host,
                 [*start, *common, f"--address={self.address}",
                  f"--node-ip-address={host.address}", *WORKER_RESOURCES],
                 log=f"ray-{host.name}.log",
             )  # fmt: skip
-        self.wait_for_nodes(len(self.hosts))
+
+        started = {host.name: worker(host) for host in self.workers}
+        restarts = dict.fromkeys(started, 0)
+        code = WAIT_FOR_NODES.format(count=len(self.hosts), timeout=START_TIMEOUT_S)
+        waiter = self.spawn(self.head, [sys.executable, "-c", code], log="wait-for-nodes.log")
+        seen: set[str] = set()  # hosts whose raylet was seen running
+        while waiter.poll() is None:
+            for host in self.workers:
+                # a raylet that dies while starting (on a loaded machine it can wait too long
+                # for its agents' port files) is started again, on a clean /tmp/ray
+                running = "raylet" in process_names(host.namespace)
+                if running:
+                    seen.add(host.name)
+                ended = started[host.name].poll() is not None
+                died = ended or (host.name in seen and not running)
+                if died and restarts[host.name] < MAX_RESTARTS:
+                    restarts[host.name] += 1
+                    seen.discard(host.name)
+                    self.reset(host)
+                    started[host.name] = worker(host)
+            time.sleep(1)
+        if waiter.returncode != 0:
+            raise RigError(f"the rig's Ray cluster did not reach {len(self.hosts)} nodes (workers "
+                           f"started again: {restarts})\n{self.diagnosis()}")  # fmt: skip
+
+    def reset(self, host: Host) -> None:
+        """Stop every process of ``host`` but its holder, and empty its /tmp/ray."""
+        deadline = time.monotonic() + 30
+        while others := [p for p in namespace_pids(host.namespace) if p != host.pid]:
+            for pid in others:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                raise RigError(f"host {host.name}: pids {others} did not end")
+            time.sleep(0.1)
+        self.run(host, ["sh", "-c", "rm -rf /tmp/ray/*"], timeout=30)
 
     def nodes(self) -> list[dict[str, object]]:
         """The cluster's alive nodes as Ray knows them (address, resources), asked on the head."""
@@ -271,13 +309,20 @@ class Rig:
         try:
             self.python(self.head, code, timeout=timeout + 60)
         except RigError as error:
-            logs = "\n".join(
-                f"--- {p.name}:\n{self.log(p.name, 2000)}"
-                for p in sorted(self.folder.glob("*.log"))
-            )
             raise RigError(
-                f"the rig's Ray cluster did not reach {count} nodes: {error}\n{logs}"
+                f"the rig's Ray cluster did not reach {count} nodes: {error}\n{self.diagnosis()}"
             ) from None
+
+    def diagnosis(self) -> str:
+        """The rig's logs and each host's raylet's (in its own /tmp/ray), for a failed start."""
+        logs = "\n".join(
+            f"--- {p.name}:\n{self.log(p.name, 2000)}" for p in sorted(self.folder.glob("*.log"))
+        )
+        for host in self.hosts:
+            tail = "cd /tmp/ray/session_latest/logs; head -c 1500 raylet.err; tail -n 5 raylet.out"
+            done = self.run(host, ["sh", "-c", tail], check=False, timeout=30)
+            logs += f"\n--- raylet of {host.name}:\n{done.stdout[-3000:]}{done.stderr[-500:]}"
+        return logs
 
     def tear_down(self) -> list[str]:
         """Kill every process of every namespace the rig made, wait for them, delete the
@@ -312,6 +357,16 @@ def namespace_names() -> set[str]:
 def namespace_pids(namespace: str) -> list[int]:
     done = ip("netns", "pids", namespace, check=False)
     return [int(p) for p in done.stdout.split() if p.isdigit()]
+
+
+def process_names(namespace: str) -> set[str]:
+    import psutil
+
+    names = set()
+    for pid in namespace_pids(namespace):
+        with contextlib.suppress(psutil.Error):
+            names.add(psutil.Process(pid).name())
+    return names
 
 
 def kill_namespace(namespace: str, timeout: float = 30.0) -> list[str]:

@@ -63,6 +63,24 @@ def code_cache() -> Path:
     return Path(temp or tempfile.gettempdir()) / "jupyter-air-code"
 
 
+SOCKET_INTERFACES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+
+
+def cluster_interface(env: Mapping[str, str], ip: str) -> dict[str, str]:
+    """Gloo's and NCCL's socket interface: the one that has ``ip`` (the address Ray knows for
+    this node), so that ranks meet on the cluster's network whatever this host's name resolves
+    to (gloo binds to that name's address: loopback where it resolves to nothing, and ranks on
+    other hosts never reach it). A name the user (or the node) set is kept."""
+    import psutil
+
+    if all(name in env for name in SOCKET_INTERFACES):
+        return {}
+    for interface, addresses in psutil.net_if_addrs().items():
+        if any(a.address == ip for a in addresses) and not ip.startswith("127."):
+            return {name: interface for name in SOCKET_INTERFACES if name not in env}
+    return {}
+
+
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
 GROUP_ENV = GROUP.name  # on every command a runner starts: what is left is found by it
 NODE_IP_ENV = NODE_IP.name
@@ -183,6 +201,7 @@ class NodeRunner:
         env["PATH"] = interpreter_first(env.get("PATH"))
         env[GROUP_ENV] = self.group
         env[NODE_IP_ENV] = ray.util.get_node_ip_address()
+        env.update(cluster_interface(env, env[NODE_IP_ENV]))
         status = self.folder / "status.json"
         kept = keeper.command(os.getpid(), process_start_time(os.getpid()) or 0.0, status, argv)
         self.handle = start_node(self.node, kept, env=env, cwd=cwd, writer=self.writer)
