@@ -1,7 +1,7 @@
 # The two commands of the quick start:
 #   make lab    start JupyterLab with jupyter-air (sets up .venv the first time)
 #   make test   run every test suite: lint, jest, Galata in Chromium, then pytest
-.PHONY: lab test setup bench bench-browser screenshot clean
+.PHONY: lab test test-rig setup bench bench-browser screenshot clean
 
 # as root (a container), JupyterLab refuses to start without --allow-root
 lab:
@@ -10,6 +10,11 @@ lab:
 
 test:
 	@bash scripts/test.sh
+
+# the tests on hosts that share nothing (network namespaces; root): docs/clusters.md
+test-rig:
+	@bash scripts/setup.sh
+	@bash -c 'source scripts/env.sh && python -m pytest -p no:cacheprovider -m rig'
 
 setup:
 	@bash scripts/setup.sh

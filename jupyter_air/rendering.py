@@ -10,6 +10,15 @@ from typing import Protocol
 
 NONE = "-"
 
+
+def size_text(size: int) -> str:
+    """``512 B``, ``2 KiB``, ``1.5 GiB``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):.1f} {unit}".replace(".0 ", " ")
+    return f"{size} B"
+
+
 # C0 controls, DEL and C1 controls: in a terminal they act (ESC starts a sequence that can set
 # the window's title or clear the screen, BEL rings) instead of showing
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")

@@ -46,7 +46,7 @@ part "Galata"
 # two cores only when nothing else runs; then everything else on two workers (most of those
 # tests wait on processes they start), last, so its closing line ends the output
 echo "==> pytest: on the Ray cluster"
-python -m pytest -p no:cacheprovider -m ray --durations=10
+python -m pytest -p no:cacheprovider -m "ray and not rig" --durations=10
 part "pytest on the Ray cluster"
 
 echo "==> time per part so far"

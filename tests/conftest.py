@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ("pytest_jupyter.jupyter_server",)
+pytest_plugins = ("pytest_jupyter.jupyter_server", "netns_rig")
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by it
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test on the Ray cluster is marked ``ray``: ``make test`` runs them on their own
-    (a loopback cluster of three nodes does not start reliably on two cores next to other
-    tests), then everything else on two workers (``-m "not ray" -n 2``)."""
+    """Every test on a Ray cluster (the loopback one, or the rig of hosts that share nothing)
+    is marked ``ray``: ``make test`` runs them on their own (a cluster of three nodes does not
+    start reliably on two cores next to other tests), then everything else on two workers
+    (``-m "not ray" -n 2``). Those on the rig are marked ``rig`` too: ``make test-rig`` runs
+    them (docs/clusters.md says why ``make test`` does not yet)."""
     for item in items:
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if {"ray_cluster", "netns_rig"} & fixtures:
             item.add_marker(pytest.mark.ray)
+        if "netns_rig" in fixtures:
+            item.add_marker(pytest.mark.rig)
 
 
 @pytest.fixture

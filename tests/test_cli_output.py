@@ -47,7 +47,7 @@ def test_explain_prints_a_fields_schema(tmp_path):
     assert json.loads(nodes.stdout)["limits"] == "1 to 256"
     code = json.loads(air("explain", "code_source", "-o", "json").stdout)
     assert code["allowed"] == "snapshot, live"
-    assert code["default"] == "snapshot (live on the ray backend)"
+    assert code["default"] == "snapshot"
     assert json.loads(air("explain", "command", "-o", "json").stdout)["required"] is True
 
     # every field of the model, nested ones too

@@ -332,13 +332,12 @@ def test_invalid_code_source_is_a_line_numbered_error(env):
     assert '(line 3); got "copy"' in result.stderr
 
 
-def test_the_ray_backend_runs_live_unless_asked():
-    """Nodes on other machines cannot read the job's folder on the Jupyter host: without
-    code_source, a Ray job runs working_dir (on the nodes' shared filesystem) as it is."""
-    assert resolve_source(None, "ray") == LIVE
-    assert resolve_source(None, "local") == SNAPSHOT
-    assert resolve_source(SNAPSHOT, "ray") == SNAPSHOT
-    assert resolve_source(LIVE, "local") == LIVE
+def test_every_backend_runs_a_snapshot_unless_asked():
+    """The Ray backend ships the snapshot to its nodes (tests/test_netns_rig.py): the default
+    is the same everywhere."""
+    assert resolve_source(None) == SNAPSHOT
+    assert resolve_source(SNAPSHOT) == SNAPSHOT
+    assert resolve_source(LIVE) == LIVE
     snapshot = CodeRecord(source=SNAPSHOT, folder="/work/p", path="/data/jobs/1/code")
     assert attempt_cwd("/work/p", snapshot) == "/data/jobs/1/code"
     assert attempt_cwd("/work/p", CodeRecord(source=LIVE, folder="/work/p")) == "/work/p"

@@ -93,6 +93,12 @@ class GroupLaunch:
     accelerators: int  # per node; 0 without GPUs
     accelerator_type: str  # GPU, CPU or a GPU model name
     grace_s: float = 10.0
+    # the code snapshot the nodes run in (their ``cwd``): a backend whose nodes may not see this
+    # machine's folders ships it, and each node runs the command in a copy of its own
+    code: str | None = None
+    # MLFLOW_TRACKING_URI is the embedded server on this machine's loopback (it checks its token
+    # on every request): a backend whose nodes are elsewhere may offer it on another address
+    relay_tracking: bool = False
 
     @property
     def num_nodes(self) -> int:

@@ -260,15 +260,16 @@ class RayBackend:
             )
         return Placed(group, actors, launch_shape(launch))
 
-    def check_reachable(self, tracking_uri: str) -> None:
+    def check_reachable(self, tracking_uri: str, *, embedded: bool = False) -> None:
         """Refuse a tracking server on this machine's loopback when nodes are elsewhere: their
-        runs could record nothing."""
+        runs could record nothing. The embedded server is offered to them on this host's
+        address toward the cluster while an attempt runs (``RayGroup``), behind its token."""
         from ..tracking.links import is_loopback_http
         from .base import CapacityError
 
         nodes = self._nodes if self._nodes is not None else self.nodes()
         remote = sorted({n.ip for n in nodes if not n.ip.startswith("127.")})
-        if is_loopback_http(tracking_uri) and remote:
+        if is_loopback_http(tracking_uri) and remote and not embedded:
             raise CapacityError(
                 f"The MLflow tracking server at {tracking_uri} listens on this machine's "
                 f"loopback only; the Ray nodes ({', '.join(remote)}) cannot reach it. Point "
@@ -314,12 +315,16 @@ class RayGroup:
         self.lost_s = RAY_LOST_S.get()
         self._answered = time.monotonic()
         self._metrics = False
+        self.shipped: dict[int, int] = {}  # node → bytes of code sent to it for this attempt
+        self.relay: Any = None  # the embedded MLflow server offered to remote nodes
 
     # start -------------------------------------------------------------------------------------
     def start(self) -> None:
         import ray
 
         where = ray.get([a.where.remote() for a in self.actors], timeout=120)
+        code = self._ship_code(where)
+        tracking = self._tracking_for([place["ip"] for place in where])
         master_addr = where[0]["ip"]
         master_port = ray.get(self.actors[0].free_port.remote(), timeout=CALL_TIMEOUT_S)
         starts = []
@@ -327,13 +332,14 @@ class RayGroup:
             starts.append(
                 actor.start.remote(
                     node.argv,
-                    dict(node.env),
+                    {**node.env, **tracking},
                     node.cwd,
                     num_nodes=self.launch.num_nodes,
                     master_addr=master_addr,
                     master_port=master_port,
                     gpus=place["gpus"],
                     files=dict(node.files),
+                    code=code,
                 )
             )
         started = ray.get(starts, timeout=120)
@@ -349,6 +355,64 @@ class RayGroup:
                 )
             )
         self._answered = time.monotonic()
+
+    def _tracking_for(self, ips: list[str]) -> dict[str, str]:
+        """The tracking URI the nodes use instead of the launch's (none: the same): the embedded
+        server on this machine's loopback is relayed on this host's address toward the cluster
+        (the IP its Ray node has) when a node is on another host. Its token is already in the
+        nodes' environment; the relay ends with the attempt (``close``)."""
+        uri = next((n.env.get("MLFLOW_TRACKING_URI") for n in self.launch.nodes), None)
+        if self.relay is not None:
+            return {"MLFLOW_TRACKING_URI": self.relay.url}
+        if not self.launch.relay_tracking or not uri:
+            return {}
+        import urllib.parse
+
+        import ray
+
+        from ..mlflow_server.relay import Relay
+        from ..tracking.links import is_loopback_http
+
+        here = ray.util.get_node_ip_address()
+        port = urllib.parse.urlparse(uri).port
+        if not is_loopback_http(uri) or port is None or all(ip == here for ip in ips):
+            return {}
+        self.relay = Relay(here, port).start()
+        log.info("MLflow server offered to the nodes at %s", self.relay.url)
+        return {"MLFLOW_TRACKING_URI": self.relay.url}
+
+    def _ship_code(self, where: list[dict[str, Any]]) -> str | None:
+        """The attempt's code snapshot onto every node that does not have it yet (through Ray's
+        object store: no shared folder); its digest. Each node keeps what it was sent, so the
+        same code crosses once per node."""
+        code = self.launch.code
+        if code is None:
+            return None
+        import ray
+
+        from ..rendering import size_text
+        from .code_shipping import pack_snapshot, snapshot_digest
+
+        digest = snapshot_digest(code)
+        have = ray.get([a.has_code.remote(digest) for a in self.actors], timeout=CALL_TIMEOUT_S)
+        missing = [i for i, there in enumerate(have) if not there]
+        self.shipped = dict.fromkeys(range(len(self.actors)), 0)
+        if missing:
+            packed = ray.put(pack_snapshot(code))
+            sent = ray.get(
+                [self.actors[i].receive_code.remote(digest, packed) for i in missing], timeout=600
+            )
+            self.shipped.update(zip(missing, sent, strict=True))
+        log.info(
+            "code snapshot %s: %s",
+            digest[:12],
+            "; ".join(
+                f"node {i} (host {place['ip']}): "
+                + (f"{size_text(self.shipped[i])} sent" if i in missing else "already there")
+                for i, place in enumerate(where)
+            ),
+        )
+        return digest
 
     # watching ----------------------------------------------------------------------------------
     def _node_lost(self, index: int) -> str | None:
@@ -494,9 +558,10 @@ class RayGroup:
     def start_metrics(self, metrics: Metrics) -> Metrics:
         import ray
 
+        tracking = {**metrics.tracking_env, **self._tracking_for([n.host for n in self.nodes])}
         refs = {
             info.node: actor.start_metrics.remote(
-                metrics.run_id, dict(metrics.tracking_env), metrics.interval_s, info.gpus
+                metrics.run_id, tracking, metrics.interval_s, info.gpus
             )
             for actor, info in zip(self.actors, self.nodes, strict=True)
         }
@@ -552,6 +617,9 @@ class RayGroup:
         """Tidy every node (its folder, its log); then release the actors and the placement
         group, or with ``keep`` leave them to the caller (``placed``)."""
         _wait_all([a.close.remote() for a in self._live()], 30)
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
         if not keep:
             self.placed.release()
 

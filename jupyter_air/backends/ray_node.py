@@ -58,6 +58,37 @@ def interpreter_first(path: str | None, python: str = sys.executable) -> str:
     return os.pathsep.join([here, *rest])
 
 
+def code_cache() -> Path:
+    """Where this node keeps the code snapshots it was sent, one folder per digest: in the Ray
+    node's own temporary folder (``/tmp/ray`` unless its ``ray start`` said otherwise), else the
+    system's."""
+    temp = None
+    with contextlib.suppress(Exception):  # outside a Ray worker (a test of the class)
+        import ray
+
+        node: Any = ray._private.worker.global_worker.node
+        temp = node.get_temp_dir_path()
+    return Path(temp or tempfile.gettempdir()) / "jupyter-air-code"
+
+
+SOCKET_INTERFACES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+
+
+def cluster_interface(env: Mapping[str, str], ip: str) -> dict[str, str]:
+    """Gloo's and NCCL's socket interface: the one that has ``ip`` (the address Ray knows for
+    this node), so that ranks meet on the cluster's network whatever this host's name resolves
+    to (gloo binds to that name's address: loopback where it resolves to nothing, and ranks on
+    other hosts never reach it). A name the user (or the node) set is kept."""
+    import psutil
+
+    if all(name in env for name in SOCKET_INTERFACES):
+        return {}
+    for interface, addresses in psutil.net_if_addrs().items():
+        if any(a.address == ip for a in addresses) and not ip.startswith("127."):
+            return {name: interface for name in SOCKET_INTERFACES if name not in env}
+    return {}
+
+
 READ_LIMIT = 4 << 20  # bytes of log per tick at most
 GROUP_ENV = GROUP.name  # on every command a runner starts: what is left is found by it
 NODE_IP_ENV = NODE_IP.name
@@ -97,6 +128,29 @@ class NodeRunner:
             "pid": os.getpid(),
         }
 
+    # the code -----------------------------------------------------------------------------------
+    def has_code(self, digest: str) -> bool:
+        """Whether the snapshot ``digest`` is in this node's cache already (nothing to send)."""
+        return (code_cache() / digest).is_dir()
+
+    def receive_code(self, digest: str, data: bytes) -> int:
+        """The packed snapshot ``digest`` into this node's cache (made whole aside, then renamed:
+        a node never runs half a snapshot); the bytes received."""
+        from .code_shipping import unpack_snapshot
+
+        cache = code_cache()
+        cache.mkdir(parents=True, exist_ok=True)
+        if (cache / digest).is_dir():
+            return 0
+        aside = Path(tempfile.mkdtemp(prefix=f".{digest[:12]}-", dir=cache))
+        try:
+            unpack_snapshot(data, aside / "code")
+            with contextlib.suppress(OSError):  # another attempt on this host was first
+                os.rename(aside / "code", cache / digest)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return len(data)
+
     def free_port(self) -> int:
         from .local import free_port
 
@@ -114,7 +168,10 @@ class NodeRunner:
         master_port: int,
         gpus: str,
         files: Mapping[str, Any] | None = None,
+        code: str | None = None,
     ) -> dict[str, Any]:
+        """Start the command; with ``code`` (a snapshot's digest, in this node's cache) in a copy
+        of that snapshot of its own instead of ``cwd``."""
         import ray
 
         from ..pids import process_start_time
@@ -127,6 +184,12 @@ class NodeRunner:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         argv = [arg.replace("{folder}", str(self.files)) for arg in argv]
+        if code is not None:
+            cached = code_cache() / code
+            if not cached.is_dir():
+                raise FileNotFoundError(f"the code snapshot {code[:12]} was not sent to this node")
+            cwd = str(self.folder / "code")
+            shutil.copytree(cached, cwd, symlinks=True)  # the command may write in its folder
         if not os.path.isdir(cwd):
             raise FileNotFoundError(
                 f"the working folder {cwd} does not exist on this node ({socket.gethostname()}): "
@@ -146,6 +209,7 @@ class NodeRunner:
         env["PATH"] = interpreter_first(env.get("PATH"))
         env[GROUP_ENV] = self.group
         env[NODE_IP_ENV] = ray.util.get_node_ip_address()
+        env.update(cluster_interface(env, env[NODE_IP_ENV]))
         status = self.folder / "status.json"
         kept = keeper.command(os.getpid(), process_start_time(os.getpid()) or 0.0, status, argv)
         self.handle = start_node(self.node, kept, env=env, cwd=cwd, writer=self.writer)

@@ -194,7 +194,7 @@ def _print_attempts(view: Job) -> None:
 
 def checkpoint_text(attempt: JobAttempt) -> str | None:
     """What an attempt started from and saved (docs/checkpoints.md), and its restarts."""
-    from ..workloads.snapshot import size_text
+    from ..rendering import size_text
 
     record = attempt.checkpoint
     if record is None:

@@ -5,7 +5,9 @@ websocket request must carry ``Authorization: Bearer <token>`` with the token th
 in ``config.MLFLOW_SERVER_TOKEN``; anything else gets 401 before MLflow sees it. So the
 port on 127.0.0.1 is no way around Jupyter's login for other users of the machine: Jupyter's
 proxy adds the header for the browser, and kernels, ranks and supervisors get the token as
-``MLFLOW_TRACKING_TOKEN``, which MLflow's client sends as that header.
+``MLFLOW_TRACKING_TOKEN``, which MLflow's client sends as that header. The nodes of a cluster
+on other machines reach it through a relay on this host's address toward them (``relay.py``),
+with the same token.
 """
 
 from __future__ import annotations
@@ -81,6 +83,27 @@ def create_app() -> App:
             f"{SERVER_TOKEN_ENV} is not set: the jupyter-air MLflow app runs only under "
             "jupyter-air's guard (python -m jupyter_air.mlflow_server.guard)"
         )
+    os.environ.setdefault(ALLOWED_HOSTS_ENV, ",".join(allowed_hosts()))  # read at MLflow's import
     from mlflow.server.fastapi_app import app as mlflow_app
 
     return TokenGate(mlflow_app, token)
+
+
+ALLOWED_HOSTS_ENV = "MLFLOW_SERVER_ALLOWED_HOSTS"
+
+
+def allowed_hosts() -> list[str]:
+    """The ``Host`` headers MLflow accepts (it refuses others against DNS rebinding): loopback,
+    as Jupyter's proxy sends, and every address of this host, since the nodes of a cluster may
+    reach the server through a relay on any of them (``relay.py``) — with its token, like every
+    request here. (Computed without importing MLflow's server, which reads the setting once.)"""
+    import socket
+
+    import psutil
+
+    hosts = ["localhost", "127.0.0.1"]
+    for addresses in psutil.net_if_addrs().values():
+        hosts += [a.address for a in addresses if a.family == socket.AF_INET]
+    unique = list(dict.fromkeys(hosts))
+    # a name with "*" is a pattern (fnmatch: "[" opens a class, so "[[]" is a "[")
+    return [*unique, "[::1]", *(f"{host}:*" for host in unique), "[[]::1]:*"]

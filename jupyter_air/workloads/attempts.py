@@ -23,6 +23,7 @@ from .checkpoints import CheckpointSync, Home, LocalFolder, count_restarts
 from .paths import checkpoint_home, checkpoint_node_dir, log_path
 from .snapshot import (
     CODE_FOLDER,
+    SNAPSHOT,
     WORKING_DIR_ENV,
     CodeRecord,
     artifact_folder,
@@ -125,7 +126,8 @@ class JobAttempts:
             WORKING_DIR_ENV: job.working_dir or "",  # the folder submitted (not the snapshot)
         }
         argv = argv_for(spec["command"])
-        cwd = attempt_cwd(job.working_dir, CodeRecord.from_dict(spec.get("code")))
+        code = CodeRecord.from_dict(spec.get("code"))
+        cwd = attempt_cwd(job.working_dir, code)
         files, folders = self._call_files(attempt)
         checkpoints = self._restore(attempt)
         nodes = [
@@ -150,6 +152,8 @@ class JobAttempts:
             accelerators=int(compute.get("num_accelerators", 1)) if uses_gpus else 0,
             accelerator_type=str(compute.get("accelerator_type", "GPU")),
             grace_s=self.supervisor.grace_s,
+            code=cwd if code is not None and code.source == SNAPSHOT and code.path else None,
+            relay_tracking=self.tracking.embedded,
         )
 
     def _restore(self, attempt: int) -> dict[int, LocalFolder]:

@@ -56,10 +56,10 @@ def dry_run(
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
-        code = _code(spec, choice.backend, data)
+        code = _code(spec, data)
         connection = find_connection(require_tracking=False, start_embedded=False, data=data)
         if connection is not None and ray is not None:
-            ray.check_reachable(connection.tracking_uri)
+            ray.check_reachable(connection.tracking_uri, embedded=connection.embedded)
     finally:
         if ray is not None:
             ray.close()
@@ -102,12 +102,12 @@ def dry_run(
     return plan
 
 
-def _code(spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None) -> dict[str, Any]:
+def _code(spec: WorkloadSpec, data: str | os.PathLike[str] | None) -> dict[str, Any]:
     """What the submission would snapshot (files, bytes, git), nothing copied."""
     from .snapshot import SNAPSHOT, CodeRecord, live_record
 
     working = spec.working_dir or os.getcwd()
-    listing = code_listing(spec, backend, data)
+    listing = code_listing(spec, data)
     if listing is None:
         return live_record(working).to_dict()
     git = listing.git

@@ -99,7 +99,7 @@ def submit(
     choice = choose(spec.compute.backend, environ)
     gpus, ray = place(spec, choice, inventory)
     try:
-        listing = code_listing(spec, choice.backend, store.data_dir)
+        listing = code_listing(spec, store.data_dir)
     except BaseException:
         if ray is not None:
             ray.close()
@@ -111,7 +111,7 @@ def submit(
         elif callable(connection):
             connection = connection()
         if ray is not None:
-            ray.check_reachable(connection.tracking_uri)
+            ray.check_reachable(connection.tracking_uri, embedded=connection.embedded)
     finally:
         if ray is not None:
             ray.close()
@@ -166,16 +166,14 @@ def check_shape(backend: Backend, spec: WorkloadSpec) -> None:
         raise SpecError([spec.problem(error.field, error.message, hint=error.hint)]) from None
 
 
-def code_listing(
-    spec: WorkloadSpec, backend: str, data: str | os.PathLike[str] | None = None
-) -> Listing | None:
+def code_listing(spec: WorkloadSpec, data: str | os.PathLike[str] | None = None) -> Listing | None:
     """What the submission snapshots of ``working_dir`` (None: the job runs it live), without
     the data folder ``data``. Raises SpecError when it is over a snapshot's limits or a link
     points outside the folder."""
     from .snapshot import LIVE, SnapshotRefused, list_snapshot, resolve_source
     from .spec import SpecError
 
-    if resolve_source(spec.code_source, backend) == LIVE:
+    if resolve_source(spec.code_source) == LIVE:
         return None
     try:
         return list_snapshot(spec.working_dir or os.getcwd(), data=data_dir(data))

@@ -25,7 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..backends.code_shipping import walk_files
 from ..config import WORKING_DIR
+from ..rendering import size_text
 
 # the limits of a snapshot, and of the copy each attempt's run keeps as its artifact code/
 MAX_SNAPSHOT_BYTES = 256 << 20
@@ -133,13 +135,10 @@ class CodeRecord:
         return cls(**known)
 
 
-def resolve_source(asked: str | None, backend: str) -> str:
-    """The code source of a submission: as the spec says; when it says nothing, a snapshot —
-    except on the Ray backend, whose nodes on other machines cannot read the job's folder on
-    the Jupyter host (a snapshot there needs the data folder on a shared filesystem)."""
-    if asked in (SNAPSHOT, LIVE):
-        return asked
-    return LIVE if backend == "ray" else SNAPSHOT
+def resolve_source(asked: str | None) -> str:
+    """The code source of a submission: as the spec says; when it says nothing, a snapshot, on
+    every backend (the Ray backend ships it to its nodes: ``pack_snapshot``)."""
+    return asked if asked in (SNAPSHOT, LIVE) else SNAPSHOT
 
 
 def attempt_cwd(working_dir: str | None, code: CodeRecord | None) -> str:
@@ -147,13 +146,6 @@ def attempt_cwd(working_dir: str | None, code: CodeRecord | None) -> str:
     if code is not None and code.source == SNAPSHOT and code.path:
         return code.path
     return working_dir or os.getcwd()
-
-
-def size_text(size: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift:
-            return f"{size / (1 << shift):.1f} {unit}".replace(".0 ", " ")
-    return f"{size} B"
 
 
 # git ------------------------------------------------------------------------------------------
@@ -191,7 +183,7 @@ def list_snapshot(folder: str, *, data: str | os.PathLike[str] | None = None) ->
     past the limits (counting stops there: a huge folder is not walked to its end)."""
     git = git_info(folder)
     names = _git_files(folder) if git is not None else None
-    candidates = names if names is not None else _walk(folder)
+    candidates = names if names is not None else walk_files(folder)
     skipped = _inside(Path(data), Path(folder)) if data is not None else None
     real_folder = os.path.realpath(folder)
     paths: list[str] = []
@@ -238,16 +230,6 @@ def _check_link(folder: str, real_folder: str, relative: str, path: str) -> None
     target = os.path.realpath(path)
     if target != real_folder and not target.startswith(real_folder.rstrip(os.sep) + os.sep):
         raise LinkOutside(folder, relative, os.readlink(path))
-
-
-def _walk(folder: str) -> Any:
-    """Every file and link below ``folder`` (links to folders as entries, never followed), in
-    time linear in their count."""
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        linked = {d for d in dirs if os.path.islink(os.path.join(root, d))}
-        dirs[:] = sorted(d for d in dirs if d != ".git" and d not in linked)
-        for name in sorted([*files, *linked]):
-            yield os.path.relpath(os.path.join(root, name), folder)
 
 
 def _is_file(mode: int) -> bool:
@@ -306,7 +288,7 @@ def artifact_folder(code_path: str, into: Path) -> Path:
     filesystem allows, else copies) without its symbolic links, since an upload reads what a
     link points to, and ``LINKS.txt`` naming each link as ``name -> target``."""
     links = []
-    for relative in _walk(code_path):
+    for relative in walk_files(code_path):
         source = os.path.join(code_path, relative)
         if os.path.islink(source):
             links.append(f"{relative} -> {os.readlink(source)}")

@@ -12,7 +12,7 @@ max_restarts: 1                       # torchrun restarts a crashed rank's group
 checkpoint_location: s3://bucket/ckpt # default: the job run's folder (docs/checkpoints.md)
 timeout_minutes: 60                   # per attempt
 working_dir: .                        # default: the YAML file's folder
-code_source: snapshot                 # or live; default snapshot (live on the ray backend)
+code_source: snapshot                 # or live; default snapshot
 env_variables: {LR: "3e-5"}
 schedule: {cron: "0 3 * * *", timezone: Europe/Paris}  # air schedule create (optional)
 ```
@@ -180,7 +180,8 @@ class WorkloadSpec(BaseModel):
     code_source: Literal["snapshot", "live"] | None = None
     """snapshot: working_dir is copied into the job's folder at submission (respecting
     .gitignore in a git repository; at most 20,000 files and 256 MiB) and every attempt, retries
-    too, runs the copy; live: every attempt runs working_dir as it is when it starts."""
+    too, runs the copy (on a Ray cluster, each node runs a copy of its own, sent through Ray);
+    live: every attempt runs working_dir as it is when it starts."""
     env_variables: Annotated[dict[str, str], Field(max_length=MAX_ENV_VARIABLES)] = Field(
         default_factory=dict
     )
@@ -314,7 +315,7 @@ UNSET_MEANS = {
     "compute.backend": "chosen (see the field's help)",
     "timeout_minutes": "none",
     "working_dir": "the YAML file's folder",
-    "code_source": "snapshot (live on the ray backend)",
+    "code_source": "snapshot",
     "schedule": "none",
 }
 
