@@ -394,7 +394,8 @@ class JobAttempts:
         self.checkpoint["saved"] = saved or None
         most = int(self.job.spec.get("max_restarts") or 0)
         logs = {n: w.path for n, w in self.writers.items()}
-        restarts = count_restarts(logs, most=most, ended_failed=outcome.status != "SUCCEEDED")
+        failed = outcome.status != "SUCCEEDED"
+        restarts = count_restarts(logs, most=most, ended_failed=failed) if most else 0
         self.checkpoint["restarts"] = restarts
         self._record_checkpoint(attempt)
         run = self.run
