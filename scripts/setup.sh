@@ -22,8 +22,10 @@ stamp=.venv/.jupyter-air-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$stamp" ] \
    || [ yarn.lock -nt "$stamp" ] || [ ! -d node_modules ]; then
   echo "==> Installing Python packages into .venv"
-  # JupyterLab first: it provides jlpm, which the editable install's frontend build calls.
-  pip install --quiet --disable-pip-version-check "jupyterlab>=4.4,<5" "jupyter-builder>=1.2,<2"
+  # --no-compile throughout: pip would byte-compile every module of every package (torch's
+  # thousands) at install; Python compiles the ones a process imports, once, on first use.
+  # JupyterLab first: it provides jlpm.
+  pip install --quiet --no-compile --disable-pip-version-check "jupyterlab>=4.4,<5" "jupyter-builder>=1.2,<2"
   echo "==> Installing npm packages"
   jlpm install
   echo "==> Installing jupyter-air (editable) with its test dependencies"
@@ -35,9 +37,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   rm -f jupyter_air/labextension/install.json
   # torch (the `torch` extra) pinned: 2.13.0 is a CPU build on these machines, where a newer
   # release would pull a multi-GB CUDA build
-  pip install --quiet --disable-pip-version-check "torch==2.13.0"
-  # Ray (the `ray` extra): the test suite runs a real multi-node Ray cluster on loopback
-  pip install --quiet --disable-pip-version-check -e ".[test,ray]"
+  pip install --quiet --no-compile --disable-pip-version-check "torch==2.13.0"
+  # Ray (the `ray` extra): the test suite runs a real multi-node Ray cluster on loopback. The
+  # editable install's own frontend build is skipped: the build below makes the same one.
+  SKIP_JUPYTER_BUILDER=1 pip install --quiet --no-compile --disable-pip-version-check -e ".[test,ray]"
   touch "$stamp"
 fi
 
