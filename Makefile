@@ -3,10 +3,11 @@
 #   make test   run every test suite: lint, jest, Galata in Chromium, then pytest
 .PHONY: lab test test-rig setup bench bench-browser screenshot clean
 
-# as root (a container), JupyterLab refuses to start without --allow-root
+# as root (a container), JupyterLab refuses to start without --allow-root; the environment keeps
+# the bytecode it compiles (setup.sh installs without compiling), on machines that say otherwise too
 lab:
 	@bash scripts/setup.sh
-	@JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(ARGS)
+	@PYTHONDONTWRITEBYTECODE= JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(ARGS)
 
 test:
 	@bash scripts/test.sh

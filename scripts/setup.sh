@@ -23,7 +23,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
    || [ yarn.lock -nt "$stamp" ] || [ ! -d node_modules ]; then
   echo "==> Installing Python packages into .venv"
   # --no-compile throughout: pip would byte-compile every module of every package (torch's
-  # thousands) at install; Python compiles the ones a process imports, once, on first use.
+  # thousands, a minute of CPU) at install; Python compiles the ones a process imports, once,
+  # on first use (scripts/env.sh and `make lab` let it keep them where PYTHONDONTWRITEBYTECODE
+  # is set).
   # JupyterLab first: it provides jlpm.
   pip install --quiet --no-compile --disable-pip-version-check "jupyterlab>=4.4,<5" "jupyter-builder>=1.2,<2"
   echo "==> Installing npm packages"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test suite: lint (ruff, mypy, prettier, eslint), jest, Galata in Chromium, then pytest
-# last so that its closing "N passed" line ends the output. Before that last part it prints how
-# long each earlier part took (pytest's own closing line gives the last one's time).
+# Runs every test suite: lint (ruff, mypy, prettier, eslint) beside jest, Galata in Chromium,
+# then pytest last so that its closing "N passed" line ends the output. Before that last part it
+# prints how long each earlier part took (pytest's own closing line gives the last one's time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,16 +17,23 @@ bash scripts/install-chromium.sh
 source scripts/env.sh
 part "setup"
 
-echo "==> Lint"
-ruff check .
-ruff format --check .
-mypy
-jlpm lint:check
-part "lint"
-
-echo "==> jest"
-jlpm test
-part "jest"
+# lint and jest side by side (each mostly one core), each into its log, printed when both ended
+echo "==> Lint and jest"
+lint() { ruff check . && ruff format --check . && mypy && jlpm lint:check; }
+lint >.jupyter-test/lint.log 2>&1 &
+lint_pid=$!
+jlpm test >.jupyter-test/jest.log 2>&1 &
+jest_pid=$!
+failed=""
+wait "$lint_pid" || failed="lint"
+wait "$jest_pid" || failed="$failed jest"
+echo "==> Lint" && cat .jupyter-test/lint.log
+echo "==> jest" && cat .jupyter-test/jest.log
+if [ -n "$failed" ]; then
+  echo "==> failed:$failed" >&2
+  exit 1
+fi
+part "lint and jest"
 
 echo "==> Galata (Chromium)"
 (

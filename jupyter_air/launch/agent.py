@@ -97,7 +97,7 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         max_restarts=0,
         monitor_interval=float(settings.get("monitor_interval", 0.1)),
         logs_specs=RunDirLogsSpecs(run_dir, nproc),
-        shutdown_timeout=float(settings.get("grace_period", 5.0)),  # type: ignore[arg-type]
+        shutdown_timeout=float(settings.get("grace_period", 5.0)),
     )
     elastic_launch(config, sys.executable)("-m", "jupyter_air.launch.worker", str(run_dir.path))
 
@@ -128,7 +128,7 @@ def _record_elastic_stops(run_dir: RunDir) -> None:
             record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
         return original(pcontext, death_sig, *args, **kwargs)
 
-    api.PContext.close = close  # type: ignore[method-assign,assignment]
+    api.PContext.close = close
 
 
 def _global_ranks(run_dir: RunDir) -> dict[int, int]:
