@@ -28,8 +28,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   # is set).
   # JupyterLab first: it provides jlpm.
   pip install --quiet --no-compile --disable-pip-version-check "jupyterlab>=4.4,<5" "jupyter-builder>=1.2,<2"
-  echo "==> Installing npm packages"
-  jlpm install
+  # the npm packages download while pip installs (one waits on the network, the other on disk)
+  echo "==> Installing npm packages (in the background: .venv/jlpm-install.log)"
+  jlpm install >.venv/jlpm-install.log 2>&1 &
+  npm_pid=$!
+  trap 'kill "$npm_pid" 2>/dev/null || true' EXIT
   echo "==> Installing jupyter-air (editable) with its test dependencies"
   # the development link (below) points the environment's labextension at the source tree; an
   # install through it would write install.json into jupyter_air/labextension and break the next
@@ -43,6 +46,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ package.json -nt "$
   # Ray (the `ray` extra): the test suite runs a real multi-node Ray cluster on loopback. The
   # editable install's own frontend build is skipped: the build below makes the same one.
   SKIP_JUPYTER_BUILDER=1 pip install --quiet --no-compile --disable-pip-version-check -e ".[test,ray]"
+  if ! wait "$npm_pid"; then
+    cat .venv/jlpm-install.log
+    echo "jlpm install failed (above)" >&2
+    exit 1
+  fi
+  trap - EXIT
   touch "$stamp"
 fi
 

@@ -17,44 +17,60 @@ bash scripts/install-chromium.sh
 source scripts/env.sh
 part "setup"
 
-# lint and jest side by side (each mostly one core), each into its log, printed when both ended
+# lint and jest side by side (each mostly one core) while the browser tests' npm packages
+# install, each into its log, printed when all ended
 echo "==> Lint and jest"
 lint() { ruff check . && ruff format --check . && mypy && jlpm lint:check; }
 lint >.jupyter-test/lint.log 2>&1 &
 lint_pid=$!
 jlpm test >.jupyter-test/jest.log 2>&1 &
 jest_pid=$!
+(cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 jlpm install) >.jupyter-test/ui-install.log 2>&1 &
+ui_pid=$!
 failed=""
 wait "$lint_pid" || failed="lint"
 wait "$jest_pid" || failed="$failed jest"
+wait "$ui_pid" || failed="$failed ui-tests-install"
 echo "==> Lint" && cat .jupyter-test/lint.log
 echo "==> jest" && cat .jupyter-test/jest.log
+if [[ $failed == *ui-tests-install* ]]; then cat .jupyter-test/ui-install.log; fi
 if [ -n "$failed" ]; then
   echo "==> failed:$failed" >&2
   exit 1
 fi
 part "lint and jest"
 
-echo "==> Galata (Chromium)"
-(
-  cd ui-tests
-  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 jlpm install
-  if ! CI=${CI:-} jlpm playwright test; then
-    for log in ../.jupyter-test/ui-server*.log; do
-      echo "==> last lines of $log"
-      tail -n 40 "$log"
-    done
-    exit 1
-  fi
-)
-part "Galata"
-
-# the tests on the loopback Ray cluster first, on their own: its three nodes start reliably on
-# two cores only when nothing else runs; then everything else on two workers (most of those
-# tests wait on processes they start), last, so its closing line ends the output
-echo "==> pytest: on the Ray cluster"
-python -m pytest -p no:cacheprovider -m "ray and not rig" --durations=10
-part "pytest on the Ray cluster"
+# The tests on the loopback Ray cluster run one at a time, and the browser tests mostly wait on
+# Chromium and their servers (a CPU hog beside them slows them by a tenth): side by side, they
+# share the two cores. The Ray tests go first, and Galata starts once the cluster is up (three
+# nodes start reliably on two cores when little else runs). Each writes its own log, printed
+# when both ended. Everything else runs last, on two workers (most of those tests wait on the
+# processes they start), so that its closing line ends the output.
+echo "==> pytest on the Ray cluster, beside Galata (Chromium)"
+ready=.jupyter-test/ray-cluster-ready
+rm -f "$ready"
+AIR_RAY_READY_FILE="$PWD/$ready" python -m pytest -p no:cacheprovider -m "ray and not rig" \
+  --durations=10 >.jupyter-test/pytest-ray.log 2>&1 &
+ray_pid=$!
+trap 'kill -TERM "$ray_pid" 2>/dev/null || true' EXIT # an interrupted run stops the cluster too
+while [ ! -e "$ready" ] && kill -0 "$ray_pid" 2>/dev/null; do sleep 1; done
+failed=""
+(cd ui-tests && CI=${CI:-} jlpm playwright test) >.jupyter-test/galata.log 2>&1 || failed="Galata"
+wait "$ray_pid" || failed="$failed pytest-on-the-Ray-cluster"
+trap - EXIT
+echo "==> Galata (Chromium)" && cat .jupyter-test/galata.log
+if [[ $failed == *Galata* ]]; then
+  for log in .jupyter-test/ui-server*.log; do
+    echo "==> last lines of $log"
+    tail -n 40 "$log"
+  done
+fi
+echo "==> pytest on the Ray cluster" && cat .jupyter-test/pytest-ray.log
+if [ -n "$failed" ]; then
+  echo "==> failed:$failed" >&2
+  exit 1
+fi
+part "Ray pytest beside Galata"
 
 echo "==> time per part so far"
 printf '  %s\n' "${timings[@]}"

@@ -22,6 +22,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.rig)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A SIGTERM (make test stopping the Ray tests it runs in the background) ends the session
+    as Ctrl-C does: the fixtures' teardown stops what they started, the Ray cluster included."""
+    import signal
+    import threading
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 @pytest.fixture
 def air_config() -> dict:
     """JupyterAir settings for the test server; override in a module to change them."""
@@ -182,6 +195,9 @@ def ray_cluster():
     except BaseException:
         stop_all()
         raise
+    ready_file = os.environ.get("AIR_RAY_READY_FILE")  # make test starts Galata once it exists
+    if ready_file:
+        Path(ready_file).write_text(cluster.address)
     yield cluster
     try:
         cluster.process.stdin.write("quit\n")
