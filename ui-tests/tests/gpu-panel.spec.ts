@@ -6,6 +6,7 @@ import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 
 import {
   execute,
+  gotoOnClock,
   openNewNotebook,
   requestPaths,
   runFromPalette
@@ -97,51 +98,6 @@ test.describe('GPU Resources panel', () => {
     await expect(updated).toContainText(/just now|0 s ago|1 s ago/);
   });
 
-  test('polls only while visible, and reopening resumes at once', async ({
-    page
-  }) => {
-    await openPanel(page);
-    const requests = gpuRequests(page);
-    await page.waitForTimeout(5000);
-    expect(requests.length).toBeGreaterThanOrEqual(2);
-
-    // collapse the right sidebar: the panel is hidden and must stop polling
-    await page.locator('.lm-TabBar-tab[data-id="jupyter-air-gpu"]').click();
-    await expect(page.locator(PANEL)).toBeHidden();
-    await page.waitForTimeout(500);
-    const whileOpen = requests.length;
-    await page.waitForTimeout(5000);
-    expect(requests.length).toBe(whileOpen);
-
-    await page.locator('.lm-TabBar-tab[data-id="jupyter-air-gpu"]').click();
-    await expect
-      .poll(() => requests.length, { timeout: 3000 })
-      .toBeGreaterThan(whileOpen);
-  });
-
-  test('pauses after the idle timeout, says so, and Resume restarts', async ({
-    page
-  }) => {
-    await openPanel(page);
-    const paused = page.locator(`${PANEL} .jp-air-gpu-paused`);
-    await expect(paused).toBeHidden();
-    // no mouse or keyboard activity for longer than the idle timeout (15 s here)
-    await expect(paused).toBeVisible({ timeout: 30000 });
-    await expect(paused).toContainText(/paused/i);
-    await expect(paused).toContainText(/15 s|15 seconds/);
-
-    const requests = gpuRequests(page);
-    await page.waitForTimeout(5000);
-    expect(requests).toHaveLength(0); // nothing is polled while paused
-
-    await page.locator(`${PANEL} .jp-air-gpu-resume`).click();
-    await expect(paused).toBeHidden();
-    await expect.poll(() => requests.length).toBeGreaterThan(0);
-    await expect(page.locator(`${PANEL} .jp-air-gpu-updated`)).toContainText(
-      /just now|0 s ago|1 s ago/
-    );
-  });
-
   test('names the notebook whose kernel holds GPU memory', async ({
     page,
     tmpPath
@@ -156,5 +112,66 @@ test.describe('GPU Resources panel', () => {
     const processes = page.locator(`${PANEL} .jp-air-gpu-processes`);
     await expect(processes).toContainText(name, { timeout: 10000 });
     await expect(processes).toContainText(/ipykernel|python/);
+  });
+});
+
+// On the page's clock (helpers.ts gotoOnClock): its polls and its idle pause are timers, moved on
+// by the test rather than waited for
+test.describe('GPU Resources panel, on the page clock', () => {
+  test.use({ autoGoto: false });
+  test.beforeEach(async ({ page, tmpPath }) => {
+    await gotoOnClock(page, tmpPath);
+  });
+
+  test('polls only while visible, and reopening resumes at once', async ({
+    page
+  }) => {
+    await openPanel(page);
+    const requests = gpuRequests(page);
+    // a poll every 2 s here: one more with each 2 s of the page's time
+    for (let poll = 1; poll <= 2; poll++) {
+      await page.clock.fastForward(2_000);
+      await expect.poll(() => requests.length).toBeGreaterThanOrEqual(poll);
+    }
+
+    // collapse the right sidebar: the panel is hidden and must stop polling
+    const tab = page.locator('.lm-TabBar-tab[data-id="jupyter-air-gpu"]');
+    await tab.click();
+    await expect(page.locator(PANEL)).toBeHidden();
+    await page.waitForTimeout(500); // a poll that was already on its way
+    const whileHidden = requests.length;
+    await page.clock.fastForward(6_000); // three polls' worth
+    await page.waitForTimeout(500); // a poll would be on its way by now
+    expect(requests.length).toBe(whileHidden);
+
+    await tab.click();
+    await expect
+      .poll(() => requests.length, { timeout: 3000 })
+      .toBeGreaterThan(whileHidden);
+  });
+
+  test('pauses after the idle timeout, says so, and Resume restarts', async ({
+    page
+  }) => {
+    await openPanel(page);
+    const paused = page.locator(`${PANEL} .jp-air-gpu-paused`);
+    await expect(paused).toBeHidden();
+    // no mouse or keyboard activity for longer than the idle timeout (15 s here)
+    await page.clock.fastForward(16_000);
+    await expect(paused).toBeVisible();
+    await expect(paused).toContainText(/paused/i);
+    await expect(paused).toContainText(/15 s|15 seconds/);
+
+    const requests = gpuRequests(page);
+    await page.clock.fastForward(10_000); // five polls' worth
+    await page.waitForTimeout(500); // a poll would be on its way by now
+    expect(requests).toHaveLength(0); // nothing is polled while paused
+
+    await page.locator(`${PANEL} .jp-air-gpu-resume`).click();
+    await expect(paused).toBeHidden();
+    await expect.poll(() => requests.length).toBeGreaterThan(0);
+    await expect(page.locator(`${PANEL} .jp-air-gpu-updated`)).toContainText(
+      /just now|0 s ago|1 s ago/
+    );
   });
 });

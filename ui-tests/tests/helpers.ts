@@ -106,3 +106,18 @@ export function failOnDialog(page: AnyPage): void {
     throw new Error(`unexpected dialog: ${dialog.message()}`);
   });
 }
+
+/**
+ * Galata's page on Playwright's clock: installed before JupyterLab loads (use with
+ * `test.use({ autoGoto: false })`), so that a test moves the page's time on with
+ * `page.clock.fastForward` (timers, `Date`) instead of waiting for it: a wait of 15 s costs none
+ * and does not depend on how fast the machine is. Then JupyterLab opens in `tmpPath`, as
+ * Galata's own `autoGoto` does.
+ */
+export async function gotoOnClock(
+  page: IJupyterLabPageFixture,
+  tmpPath: string
+): Promise<void> {
+  await page.clock.install();
+  await page.goto(`tree/${tmpPath}?reset`);
+}

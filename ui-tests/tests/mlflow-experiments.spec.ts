@@ -6,7 +6,13 @@
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Route } from '@playwright/test';
 
-import { HOSTILE, execute, failOnDialog, openNewNotebook } from './helpers';
+import {
+  HOSTILE,
+  execute,
+  failOnDialog,
+  gotoOnClock,
+  openNewNotebook
+} from './helpers';
 
 const PANEL = '#jupyter-air-experiments';
 const NOW = Date.now();
@@ -285,6 +291,16 @@ test.describe('Experiments panel (fixed MLflow API)', () => {
     await expect(row).toHaveClass(/jp-mod-highlighted/);
     await expect(row).toBeInViewport();
   });
+});
+
+// On the page's clock (helpers.ts gotoOnClock): the panel's polls are timers, moved on by the
+// test rather than waited for
+test.describe('Experiments panel polling, on the page clock', () => {
+  test.use({ autoGoto: false });
+  test.beforeEach(async ({ page, tmpPath }) => {
+    failOnDialog(page);
+    await gotoOnClock(page, tmpPath);
+  });
 
   test('polls every 5 s while a run is running, nothing while hidden', async ({
     page,
@@ -292,17 +308,21 @@ test.describe('Experiments panel (fixed MLflow API)', () => {
   }) => {
     const { queries } = await showNotebookA(page, tmpPath);
     await expect(page.locator(`${PANEL} .jp-air-exp-run`)).toHaveCount(4);
-    const before = queries.length;
-    await page.waitForTimeout(11_000);
-    expect(queries.length - before).toBeGreaterThanOrEqual(2);
+    // one query more with each 5 s of the page's time
+    for (let poll = 1; poll <= 2; poll++) {
+      const before = queries.length;
+      await page.clock.fastForward(5_000);
+      await expect.poll(() => queries.length).toBeGreaterThan(before);
+    }
 
     await page
       .locator('.lm-TabBar-tab[data-id="jupyter-air-experiments"]')
       .click();
     await expect(page.locator(PANEL)).toBeHidden();
-    await page.waitForTimeout(500);
+    await page.waitForTimeout(500); // a query that was already on its way
     const hidden = queries.length;
-    await page.waitForTimeout(7000);
+    await page.clock.fastForward(15_000); // three polls' worth
+    await page.waitForTimeout(500); // a query would be on its way by now
     expect(queries.length).toBe(hidden);
   });
 });
