@@ -263,7 +263,7 @@ class MlflowProxyHandler(ProxyHandler):
         headers = super().proxy_request_headers()
         # Jupyter's credentials stay with Jupyter: MLflow gets its own token (the override),
         # never the browser's Jupyter token, login cookie or XSRF cookie
-        if not _service(self).token:
+        if not _service(self).authorization():
             headers.pop("Authorization", None)
         if "Cookie" in headers:
             kept = _without_cookies(headers["Cookie"], {self.cookie_name, "_xsrf"})
@@ -285,9 +285,9 @@ class MlflowProxyHandler(ProxyHandler):
             return {}
         host, port = target
         headers = {"Host": f"{host}:{port}"}
-        token = _service(self).token
-        if token:  # the embedded server answers only with its token
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = _service(self).authorization()
+        if authorization:  # the embedded server's token, or the user's name and password
+            headers["Authorization"] = authorization
         if "Origin" in self.request.headers:
             headers["Origin"] = f"http://{host}:{port}"
         return headers

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
+from ..tracking.identity import credentials_env
 from ..tracking.links import redacted
 from .store import JobRun, JobStore
 
@@ -90,6 +91,8 @@ class JobTracking:
         env = {"MLFLOW_TRACKING_URI": self.uri}
         if self.token:
             env["MLFLOW_TRACKING_TOKEN"] = self.token
+        if not self.embedded:  # a team server: the user's name and password, as MLflow reads them
+            env.update(credentials_env())
         return env
 
     def call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
