@@ -398,3 +398,47 @@ def test_the_jupyter_servers_kernels_and_queries_use_the_users_credentials(team_
 
 def _files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file()]
+
+
+# the Experiment panel's backend ----------------------------------------------------------------
+@pytest.fixture
+def jp_server_config(team_server, monkeypatch) -> dict:
+    """A Jupyter server started by alice, on the team server."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", team_server.url)
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", team_server.users["alice"][1])
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_air": True}},
+        "JupyterAir": {"gpu_backend": "simulated", "mlflow_embedded": False},
+    }
+
+
+async def test_the_experiment_panels_backend_shares_as_the_servers_user(team_server, jp_fetch):
+    from test_api_contract import check_answer
+    from tornado.httpclient import HTTPClientError
+
+    import mlflow
+    from jupyter_air.api.mlflow import SharedExperiment
+
+    experiment_id = mlflow.MlflowClient(team_server.url).create_experiment("alice-panel")
+    assert can_read(team_server, "bob", experiment_id) == 403
+
+    path = ("air", "api", "experiments", experiment_id, "share")
+    body = json.dumps({"username": "bob", "permission": "READ"})
+    answer = json.loads((await jp_fetch(*path, method="POST", body=body)).body)
+    check_answer(SharedExperiment, answer)
+    assert answer["experiment_name"] == "alice-panel" and answer["replaced"] is False
+    assert can_read(team_server, "bob", experiment_id) == 200
+
+    with pytest.raises(HTTPClientError) as unknown:
+        body = json.dumps({"username": "zed", "permission": "READ"})
+        await jp_fetch(*path, method="POST", body=body)
+    assert unknown.value.code == 404
+    message = json.loads(unknown.value.response.body)["message"]  # type: ignore[union-attr]
+    assert message == f"MLflow at {team_server.url} has no user 'zed'."
+
+    with pytest.raises(HTTPClientError) as invalid:
+        body = json.dumps({"username": "bob", "permission": "OWN"})
+        await jp_fetch(*path, method="POST", body=body)
+    assert invalid.value.code == 400

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ..api.enums import MlflowMode, MlflowState, RunStatus
-from ..api.mlflow import Experiment, ExperimentRef, MlflowRunLinks, MlflowStatus, RunSummary
+from ..api.mlflow import (
+    Experiment,
+    ExperimentRef,
+    MlflowRunLinks,
+    MlflowStatus,
+    RunSummary,
+    SharedExperiment,
+)
 from ..config import BASE_URL, MLFLOW_UI, ROOT_DIR, SERVER_URL
 from ..mlflow_server.records import mlflow_folder
 from ..tracking.identity import Credentials, CredentialsError, refused_message, user_credentials
@@ -262,6 +269,39 @@ class MlflowService:
 
     async def get_run(self, run_id: str) -> RunSummary:
         return run_summary(await self.queries.get_run(run_id))
+
+    async def share_experiment(
+        self, experiment_id: str, username: str, permission: str
+    ) -> SharedExperiment:
+        """Give ``username`` ``permission`` on the experiment, as this server's user, on a team
+        server with MLflow's authentication (``tracking/sharing.py``; raises ShareError)."""
+        import asyncio
+
+        from ..tracking.sharing import ShareError, share_experiment
+
+        uri = self.tracking_uri
+        if self.mode != MlflowMode.EXTERNAL or not uri:
+            raise ShareError(
+                "This Jupyter server records runs in jupyter-air's own MLflow server, which has "
+                "no users: sharing needs a team MLflow server with authentication "
+                "(docs/teams.md).",
+                409,
+            )
+        if self.credentials_error:
+            raise ShareError(self.credentials_error, 409)
+        credentials = self.credentials
+        if credentials is None:
+            raise ShareError(
+                "The Jupyter server has no MLflow credentials: start it with "
+                "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or a "
+                "~/.mlflow/credentials readable by you alone (docs/teams.md).",
+                409,
+            )
+        loop = asyncio.get_running_loop()  # blocking HTTP: off the event loop
+        shared = await loop.run_in_executor(
+            None, share_experiment, uri, experiment_id, username, permission, credentials
+        )
+        return SharedExperiment(**shared.__dict__)
 
     async def list_experiments(self, limit: int = 200) -> list[Experiment]:
         found = await self.queries.search_experiments(limit, ["last_update_time DESC"])
