@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .. import agent_command
 from ..api.enums import JobStatus
+from ..tracking.sharing import PERMISSIONS
 
 if TYPE_CHECKING:
     from ..workloads.spec import Override
@@ -304,7 +305,7 @@ def _share_parser(
         "--permission",
         required=True,
         type=str.upper,
-        choices=("READ", "EDIT", "MANAGE"),
+        choices=PERMISSIONS,
         help="what the user may do: READ (see), EDIT (log runs), MANAGE (also share, delete)",
     )
     _output(experiment)

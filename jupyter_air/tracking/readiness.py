@@ -56,10 +56,15 @@ def health(url: str, timeout: float = 2.0, token: str | None = None) -> int | No
     (default: ``MLFLOW_TRACKING_TOKEN``; jupyter-air's embedded server answers 401 without it),
     or None when nothing answers."""
     token = token if token is not None else os.environ.get("MLFLOW_TRACKING_TOKEN")
+    return _status(f"{url.rstrip('/')}/health", f"Bearer {token}" if token else None, timeout)
+
+
+def _status(url: str, authorization: str | None, timeout: float) -> int | None:
+    """The HTTP status of ``GET url``, or None when nothing answers."""
     try:
-        request = urllib.request.Request(f"{url.rstrip('/')}/health")
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
+        request = urllib.request.Request(url)
+        if authorization:
+            request.add_header("Authorization", authorization)
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
@@ -174,15 +179,8 @@ def check_user(
 def user_status(tracking_uri: str, credentials: Credentials, timeout: float = 10.0) -> int | None:
     """The HTTP status MLflow's auth app answers for ``credentials`` (200: known, 401: wrong
     password or unknown user, 404: no auth app), or None when nothing answers."""
-    request = urllib.request.Request(f"{tracking_uri.rstrip('/')}/{CURRENT_USER}")
-    request.add_header("Authorization", credentials.authorization())
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
+    url = f"{tracking_uri.rstrip('/')}/{CURRENT_USER}"
+    return _status(url, credentials.authorization(), timeout)
 
 
 def starting_message(elapsed_s: float, done: bool, *, embedded: bool = True) -> str:
