@@ -213,6 +213,35 @@ def test_a_run_made_with_alices_credentials_is_alices_and_bob_reads_it_once_shar
     assert team_server.users["alice"][1] not in result.stdout + result.stderr
 
 
+def test_air_reads_the_credentials_file_only_when_others_cannot(team_server, monkeypatch, tmp_path):
+    import mlflow
+
+    as_user(monkeypatch, team_server, "alice")
+    mlflow.MlflowClient(team_server.url).create_experiment("alice-from-file")
+    air_environment(monkeypatch, tmp_path, team_server.url)
+    as_user(monkeypatch, team_server, None)  # nothing in the environment: the file only
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    credentials = home / ".mlflow" / "credentials"
+    credentials.parent.mkdir(parents=True)
+    password = team_server.users["alice"][1]
+    credentials.write_text(
+        f"[mlflow]\nmlflow_tracking_username = alice\nmlflow_tracking_password = {password}\n"
+    )
+    share = ("share", "experiment", "alice-from-file", "--with", "bob", "--permission", "READ")
+
+    credentials.chmod(0o644)
+    refused = air(*share)
+    assert refused.returncode == 3, refused.stderr
+    assert f"MLflow's credentials file {credentials} can be read by other users" in refused.stderr
+    assert f"chmod 600 {credentials}" in refused.stderr and password not in refused.stderr
+
+    credentials.chmod(0o600)
+    shared = air(*share)
+    assert shared.returncode == 0, shared.stderr
+    assert "bob has READ on experiment 'alice-from-file'" in shared.stdout
+
+
 def test_sharing_says_what_is_wrong_in_a_sentence(team_server, monkeypatch, tmp_path):
     from jupyter_air.tracking.experiments import get_or_create_experiment
 
