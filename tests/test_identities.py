@@ -173,6 +173,23 @@ def test_credentials_come_from_the_environment_then_a_file_only_its_owner_reads(
     assert "pw1" not in str(refused.value)
 
 
+def test_secrets_of_the_environment_are_hidden_from_stored_text():
+    from jupyter_air.tracking.identity import credentials_env, hide_secrets
+
+    env = {
+        "MLFLOW_TRACKING_USERNAME": "alice",
+        "MLFLOW_TRACKING_PASSWORD": "s3cret-pw",
+        "MLFLOW_TRACKING_TOKEN": "tok-123456",
+        "HOME": "/home/alice",
+    }
+    text = "POST http://alice:s3cret-pw@host/ with Bearer tok-123456 failed"
+    assert hide_secrets(text, env) == "POST http://alice:***@host/ with Bearer *** failed"
+    assert credentials_env(env) == {
+        "MLFLOW_TRACKING_USERNAME": "alice",
+        "MLFLOW_TRACKING_PASSWORD": "s3cret-pw",
+    }
+
+
 # the server ------------------------------------------------------------------------------------
 def test_a_run_made_with_alices_credentials_is_alices_and_bob_reads_it_once_shared(
     team_server, monkeypatch, tmp_path
