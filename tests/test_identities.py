@@ -190,6 +190,18 @@ def test_secrets_of_the_environment_are_hidden_from_stored_text():
     }
 
 
+def test_a_workload_yaml_may_not_hold_a_credential(tmp_path):
+    from jupyter_air.workloads.spec import SpecError, load_spec
+
+    for name in ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_TOKEN"):
+        text = f"experiment_name: e\ncommand: echo\nenv_variables: {{{name}: hunter2}}\n"
+        with pytest.raises(SpecError) as error:
+            load_spec(text, base_dir=tmp_path)
+        said = str(error.value)
+        assert f"env_variables.{name}" in said and "is a credential" in said, said
+        assert "hunter2" not in said
+
+
 # the server ------------------------------------------------------------------------------------
 def test_a_run_made_with_alices_credentials_is_alices_and_bob_reads_it_once_shared(
     team_server, monkeypatch, tmp_path
