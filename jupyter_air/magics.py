@@ -187,6 +187,7 @@ def _run_file(path: str) -> None:
 def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
     from .backends.base import CapacityError
     from .tracking.experiments import ExperimentError
+    from .tracking.identity import CredentialsError
     from .tracking.readiness import TrackingServerNotReady
     from .workloads.connection import NoTrackingServer
     from .workloads.jobs import submit
@@ -199,7 +200,13 @@ def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
             report=lambda message: print(message, file=sys.stderr),
             **kwargs,
         )
-    except (CapacityError, NoTrackingServer, TrackingServerNotReady, ExperimentError) as error:
+    except (
+        CapacityError,
+        NoTrackingServer,
+        TrackingServerNotReady,
+        ExperimentError,
+        CredentialsError,
+    ) as error:
         raise AirRunError(str(error)) from None
 
 

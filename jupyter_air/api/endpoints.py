@@ -78,6 +78,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "experiments, most recently updated first", mlflow.ExperimentsPayload,
     ),
     Endpoint(
+        "POST", "air/api/experiments/{experiment_id}/share", RUNS,
+        "share an experiment with a user of a team MLflow server (its auth app)",
+        mlflow.SharedExperiment, mlflow.ShareRequest,
+    ),
+    Endpoint(
         "GET", "air/api/workloads", WORKLOADS,
         "job runs, newest first", workloads.WorkloadsPage,
     ),

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .base import ApiModel
@@ -97,3 +99,21 @@ class ExperimentsPayload(ApiModel):
 
     mlflow: MlflowStatus
     experiments: list[Experiment] = []
+
+
+class ShareRequest(ApiModel):
+    """``POST air/api/experiments/{experiment_id}/share``: on a team MLflow server with
+    authentication, give another user a permission on the experiment (docs/teams.md)."""
+
+    username: str = Field(min_length=1, max_length=256, description="the MLflow user")
+    permission: Literal["READ", "EDIT", "MANAGE"]
+
+
+class SharedExperiment(ApiModel):
+    """What ``POST air/api/experiments/{experiment_id}/share`` did."""
+
+    experiment_id: str
+    experiment_name: str
+    username: str
+    permission: Literal["READ", "EDIT", "MANAGE"]
+    replaced: bool = Field(description="the user had another permission on it before")

@@ -57,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .commands_logs import cmd_logs
     from .commands_run import cmd_run
     from .commands_schedule import cmd_schedule
+    from .commands_share import cmd_share
 
     given = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(field_help_argv(given))
@@ -72,9 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cancel": cmd_cancel,
         "schedule": cmd_schedule,
         "explain": cmd_explain,
+        "share": cmd_share,
         **agent_command.HANDLERS,
     }
     try:
+        from ..tracking.identity import use_credentials
+
+        use_credentials()  # MLflow's client here and every process started from here send them
         return int(handlers[args.command](args))
     except CliError as error:
         print(printable(f"air: {error}", lines=True), file=sys.stderr)
@@ -91,9 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from ..config import data_dir
         from ..disk import no_space, no_space_text
+        from ..tracking.identity import CredentialsError
         from ..tracking.readiness import TrackingServerNotReady
 
-        if isinstance(error, TrackingServerNotReady):  # MLflow not answering, or refusing us
+        # MLflow not answering, or refusing us; credentials we cannot use
+        if isinstance(error, (TrackingServerNotReady, CredentialsError)):
             print(printable(f"air: {error}", lines=True), file=sys.stderr)
             return EXIT_NO_TRACKING
         if isinstance(error, (sqlite3.Error, OSError)) and no_space(error, data_dir()):

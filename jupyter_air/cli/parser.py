@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .. import agent_command
 from ..api.enums import JobStatus
+from ..tracking.sharing import PERMISSIONS
 
 if TYPE_CHECKING:
     from ..workloads.spec import Override
@@ -30,6 +31,7 @@ examples:
   air schedule create w.yaml --cron "0 3 * * *" --timezone Europe/Paris --name nightly
   air schedule list                     schedules, their next firing and last run
   air explain compute.accelerator_type  a YAML field's type, default and help
+  air share experiment churn --with bob --permission READ   on a team MLflow server
 
 A job run id can be shortened to a unique prefix of 4 or more digits.
 exit codes: 0 ok, 1 job failed or cancelled, 2 usage or spec error, 3 no tracking server
@@ -255,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-y", "--yes", action="store_true", help="do not ask before cancelling with --all"
     )
     _output(cancel)
+    _share_parser(commands, formatter)
     _schedule_parsers(commands, formatter)
 
     explain = commands.add_parser(
@@ -273,6 +276,39 @@ def build_parser() -> argparse.ArgumentParser:
     _output(explain)
     agent_command.add_parsers(commands, formatter)
     return parser
+
+
+def _share_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    formatter: type[argparse.HelpFormatter],
+) -> None:
+    share = commands.add_parser(
+        "share",
+        help="share an experiment with another user of a team MLflow server",
+        description="Give another user READ, EDIT or MANAGE on an experiment of a team MLflow "
+        "server that runs MLflow's authentication (mlflow server --app-name basic-auth), as "
+        "you: MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or ~/.mlflow/credentials "
+        "(docs/teams.md). Sharing needs MANAGE on the experiment (its creator has it).",
+        epilog="examples:\n  air share experiment churn-model --with bob --permission READ\n"
+        "  air share experiment 12 --with carol --permission EDIT",
+        formatter_class=formatter,
+    )
+    what = share.add_subparsers(dest="what", metavar="experiment", required=True)
+    experiment = what.add_parser(
+        "experiment", help="share an experiment", formatter_class=formatter
+    )
+    experiment.add_argument("experiment", metavar="NAME_OR_ID", help="the experiment")
+    experiment.add_argument(
+        "--with", dest="username", required=True, metavar="USER", help="the MLflow user"
+    )
+    experiment.add_argument(
+        "--permission",
+        required=True,
+        type=str.upper,
+        choices=PERMISSIONS,
+        help="what the user may do: READ (see), EDIT (log runs), MANAGE (also share, delete)",
+    )
+    _output(experiment)
 
 
 def _schedule_parsers(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import CHECKPOINT_DIR, CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
+from ..tracking.identity import credentials_env
 from .devices import say_once
 from .driver import Launch, ignore_sigint
 from .errors import DeviceError, DistributedError
@@ -191,6 +192,7 @@ class ClusterLaunch(Launch):
             token = os.environ.get("MLFLOW_TRACKING_TOKEN")
             if token:
                 env["MLFLOW_TRACKING_TOKEN"] = token
+            env.update(credentials_env())  # a team server's user, as MLflow's client reads it
         if self.cluster.nproc > 1:
             env["OMP_NUM_THREADS"] = "1"
         if self.checkpoint_dir is not None:  # a path of this machine: a disk the nodes share
@@ -249,6 +251,7 @@ class ClusterLaunch(Launch):
         token = os.environ.get("MLFLOW_TRACKING_TOKEN")
         if token:
             env["MLFLOW_TRACKING_TOKEN"] = token
+        env.update(credentials_env())
         with contextlib.suppress(Exception):  # the call matters; its metrics are a nicety
             self.group.start_metrics(
                 Metrics(self.mlflow_run.run_id, env, SYSTEM_METRICS_INTERVAL_S.number())

@@ -247,6 +247,7 @@ class JupyterAir(ExtensionApp):
             mlflow_ready=lambda: self.mlflow.ready,
             tracking_token=lambda: self.mlflow.token,
             tracking_embedded=lambda: self.mlflow.process is not None,
+            tracking_identity=lambda: self.mlflow.credentials,
         )
         self.cluster_agents_process = ClusterAgents(data_dir)
         IOLoop.current().add_callback(self._start_cluster_agents)

@@ -26,6 +26,7 @@ from ..api.mlflow import (
     MlflowStatus,
     RunPayload,
     RunsPayload,
+    ShareRequest,
 )
 from .mlflow_page import SCRIPT_PATH, MlflowPageScriptHandler, script_tag
 from .mlflow_queries import NOT_FOUND, MlflowError, MlflowUnreachable
@@ -171,6 +172,34 @@ class ExperimentsHandler(_RunsBase):
         self.finish(answer.model_dump_json())
 
 
+class ShareExperimentHandler(_RunsBase):
+    """Share an experiment with another user of a team MLflow server (the Experiment panel's
+    backend; ``air share experiment`` is the same). XSRF-checked like every write."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, experiment_id: str) -> None:
+        from pydantic import ValidationError
+
+        from ..tracking.sharing import ShareError
+
+        try:
+            request = ShareRequest.model_validate_json(self.request.body or b"{}")
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise tornado.web.HTTPError(400, f"{where}: {first['msg']}") from None
+        try:
+            shared = await _service(self).share_experiment(
+                experiment_id, request.username, request.permission
+            )
+        except ShareError as error:
+            self.set_status(error.status)
+            self.finish(json.dumps({"message": str(error)}))
+            return
+        self.finish(shared.model_dump_json())
+
+
 STARTING_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
 <title>MLflow is starting</title>
@@ -263,7 +292,7 @@ class MlflowProxyHandler(ProxyHandler):
         headers = super().proxy_request_headers()
         # Jupyter's credentials stay with Jupyter: MLflow gets its own token (the override),
         # never the browser's Jupyter token, login cookie or XSRF cookie
-        if not _service(self).token:
+        if not _service(self).authorization():
             headers.pop("Authorization", None)
         if "Cookie" in headers:
             kept = _without_cookies(headers["Cookie"], {self.cookie_name, "_xsrf"})
@@ -285,9 +314,9 @@ class MlflowProxyHandler(ProxyHandler):
             return {}
         host, port = target
         headers = {"Host": f"{host}:{port}"}
-        token = _service(self).token
-        if token:  # the embedded server answers only with its token
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = _service(self).authorization()
+        if authorization:  # the embedded server's token, or the user's name and password
+            headers["Authorization"] = authorization
         if "Origin" in self.request.headers:
             headers["Origin"] = f"http://{host}:{port}"
         return headers
@@ -346,6 +375,7 @@ def mlflow_handlers() -> list[tuple[str, type]]:
         (r"/air/api/runs", RunsHandler),
         (r"/air/api/runs/([A-Za-z0-9_-]{1,64})", RunHandler),
         (r"/air/api/experiments", ExperimentsHandler),
+        (r"/air/api/experiments/([0-9A-Za-z_-]{1,64})/share", ShareExperimentHandler),
         (r"/air/mlflow", MlflowAddSlashHandler),
         (r"/air/mlflow/(.*)", MlflowProxyHandler),
         (rf"/{SCRIPT_PATH}", MlflowPageScriptHandler),

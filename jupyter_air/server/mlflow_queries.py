@@ -1,7 +1,8 @@
 """The Jupyter server's own MLflow queries (the Experiment panel's runs and experiments, a run
 display's run, ``/health``), through MLflow's REST API with tornado's ``AsyncHTTPClient``: no
-thread, an explicit ``Authorization`` header (the embedded server's token, or the user's
-``MLFLOW_TRACKING_TOKEN`` for their own server) and explicit timeouts, so a slow or absent MLflow
+thread, an explicit ``Authorization`` header (the embedded server's token, the user's
+``MLFLOW_TRACKING_TOKEN`` for their own server, or their name and password on a team server
+with MLflow's authentication) and explicit timeouts, so a slow or absent MLflow
 costs a pending socket per request, not a thread, and answers within ``request_timeout_s``.
 
 A tracking URI that is not http(s) (``sqlite:``, ``file:``, ``databricks``) has no REST API to
@@ -40,20 +41,27 @@ class MlflowUnreachable(MlflowError):
     """No answer: refused, timed out, or not MLflow's JSON."""
 
 
+class MlflowRefused(MlflowUnreachable):
+    """The server refused our credentials (HTTP 401): the message says who and why."""
+
+
 class MlflowQueries:
-    """MLflow's REST API for one Jupyter server; ``uri`` and ``token`` are asked at each call
-    (the embedded server may move to another port)."""
+    """MLflow's REST API for one Jupyter server; ``uri`` and ``authorization`` (the header's
+    value) are asked at each call (the embedded server may move to another port); ``refused``
+    says what a 401 means to a person."""
 
     def __init__(
         self,
         uri: Callable[[], str | None],
-        token: Callable[[], str | None],
+        authorization: Callable[[], str | None],
         *,
+        refused: Callable[[], str] | None = None,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> None:
         self._uri = uri
-        self._token = token
+        self._authorization = authorization
+        self._refused = refused
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self._http: AsyncHTTPClient | None = None
@@ -141,9 +149,9 @@ class MlflowQueries:
         elif payload is not None:
             body = json.dumps(payload)
         headers = {"Content-Type": "application/json"}
-        token = self._token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = self._authorization()
+        if authorization:
+            headers["Authorization"] = authorization
         request = HTTPRequest(
             url,
             method=method,
@@ -160,6 +168,8 @@ class MlflowQueries:
         except HTTPClientError as error:
             if error.code == 599 or error.response is None:
                 raise MlflowUnreachable(str(error)) from None
+            if error.code == 401 and self._refused is not None:
+                raise MlflowRefused(self._refused()) from None
             raise _answered_error(error.code, error.response.body) from None
         except (OSError, asyncio.TimeoutError) as error:
             raise MlflowUnreachable(str(error) or type(error).__name__) from None

@@ -15,6 +15,7 @@ are the models of ``jupyter_air.api.mlflow``.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -24,9 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from ..api.enums import MlflowMode, MlflowState, RunStatus
-from ..api.mlflow import Experiment, ExperimentRef, MlflowRunLinks, MlflowStatus, RunSummary
+from ..api.mlflow import (
+    Experiment,
+    ExperimentRef,
+    MlflowRunLinks,
+    MlflowStatus,
+    RunSummary,
+    SharedExperiment,
+)
 from ..config import BASE_URL, MLFLOW_UI, ROOT_DIR, SERVER_URL
 from ..mlflow_server.records import mlflow_folder
+from ..tracking.identity import Credentials, CredentialsError, refused_message, user_credentials
 from ..tracking.links import redacted, run_links
 from ..tracking.naming import (
     TAG_ATTEMPT,
@@ -37,7 +46,9 @@ from ..tracking.naming import (
     default_experiment_name,
 )
 from .mlflow_process import READY, EmbeddedMlflow
-from .mlflow_queries import MlflowQueries
+from .mlflow_queries import MlflowQueries, MlflowRefused
+
+log = logging.getLogger(__name__)
 
 UI_PATH = "air/mlflow/"
 RUN_STATUSES = tuple(RunStatus)
@@ -61,15 +72,28 @@ class MlflowService:
         # the credentials this server's own client sends to the user's server (MLflow reads
         # them from the environment); the UI proxy sends them too
         self.user_token = env.get("MLFLOW_TRACKING_TOKEN") or None
+        # on a team server with MLflow's authentication: the user's name and password (from
+        # the environment or their credentials file), for this server's calls, its UI proxy
+        # and its kernels; a credentials file we refuse is said in the status
+        self.credentials: Credentials | None = None
+        self.credentials_error: str | None = None
+        self.refused: str | None = None  # the server refused them (said once in the log)
         self.process: EmbeddedMlflow | None = None
         if self.user_uri:
             self.mode = MlflowMode.EXTERNAL
+            try:
+                self.credentials = user_credentials(env)
+            except CredentialsError as error:
+                self.credentials_error = str(error)
+                log.warning("%s", error)
         elif embedded:
             self.mode = MlflowMode.EMBEDDED
             self.process = EmbeddedMlflow(mlflow_folder(data_dir), start_timeout_s=start_timeout_s)
         else:
             self.mode = MlflowMode.DISABLED
-        self.queries = MlflowQueries(lambda: self.tracking_uri, lambda: self.token)
+        self.queries = MlflowQueries(
+            lambda: self.tracking_uri, self.authorization, refused=self._refused
+        )
         self._external_health: tuple[float, bool] | None = None
 
     # where things are ----------------------------------------------------------------------
@@ -87,6 +111,23 @@ class MlflowService:
         if self.process is not None:
             return self.process.token
         return self.user_token if self.mode == MlflowMode.EXTERNAL else None
+
+    def authorization(self) -> str | None:
+        """The ``Authorization`` header for the tracking server: the user's name and password
+        on a team server, else the bearer token (``token``), else None."""
+        if self.credentials is not None and self.mode == MlflowMode.EXTERNAL:
+            return self.credentials.authorization()
+        token = self.token
+        return f"Bearer {token}" if token else None
+
+    def _refused(self) -> str:
+        """The server refused our credentials: what to say (in the log once)."""
+        who = self.credentials.username if self.credentials is not None else "(no user)"
+        message = refused_message(redacted(self.tracking_uri), who)
+        if self.refused != message:
+            self.refused = message
+            log.warning("%s", message)
+        return message
 
     @property
     def proxy_target(self) -> tuple[str, int] | None:
@@ -126,6 +167,8 @@ class MlflowService:
             env["MLFLOW_TRACKING_URI"] = self.tracking_uri
         if self.process is not None and self.token:
             env["MLFLOW_TRACKING_TOKEN"] = self.token
+        if self.credentials is not None and self.mode == MlflowMode.EXTERNAL:
+            env.update(self.credentials.env())  # a kernel's MLflow client runs as this user
         if self.ui:
             env[MLFLOW_UI.name] = self.ui
         if server_url:
@@ -157,12 +200,17 @@ class MlflowService:
                 error="MLflow is turned off (JupyterAir.mlflow_embedded = False) and "
                 "MLFLOW_TRACKING_URI is not set.",
             )
+        problem = self.credentials_error or self.refused
+        if problem:
+            return MlflowStatus(**base, state=MlflowState.FAILED, error=problem)
         return MlflowStatus(**base, state=MlflowState.EXTERNAL)
 
     def unreachable(self, error: Exception) -> MlflowStatus:
         """The status when a query got no answer, saying why."""
         status = self.status()
         message = f"MLflow at {status.tracking_uri} did not answer: {error}"
+        if isinstance(error, MlflowRefused):
+            message = str(error)
         return status.model_copy(update={"state": MlflowState.FAILED, "error": message})
 
     @property
@@ -221,6 +269,39 @@ class MlflowService:
 
     async def get_run(self, run_id: str) -> RunSummary:
         return run_summary(await self.queries.get_run(run_id))
+
+    async def share_experiment(
+        self, experiment_id: str, username: str, permission: str
+    ) -> SharedExperiment:
+        """Give ``username`` ``permission`` on the experiment, as this server's user, on a team
+        server with MLflow's authentication (``tracking/sharing.py``; raises ShareError)."""
+        import asyncio
+
+        from ..tracking.sharing import ShareError, share_experiment
+
+        uri = self.tracking_uri
+        if self.mode != MlflowMode.EXTERNAL or not uri:
+            raise ShareError(
+                "This Jupyter server records runs in jupyter-air's own MLflow server, which has "
+                "no users: sharing needs a team MLflow server with authentication "
+                "(docs/teams.md).",
+                409,
+            )
+        if self.credentials_error:
+            raise ShareError(self.credentials_error, 409)
+        credentials = self.credentials
+        if credentials is None:
+            raise ShareError(
+                "The Jupyter server has no MLflow credentials: start it with "
+                "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or a "
+                "~/.mlflow/credentials readable by you alone (docs/teams.md).",
+                409,
+            )
+        loop = asyncio.get_running_loop()  # blocking HTTP: off the event loop
+        shared = await loop.run_in_executor(
+            None, share_experiment, uri, experiment_id, username, permission, credentials
+        )
+        return SharedExperiment(**shared.__dict__)
 
     async def list_experiments(self, limit: int = 200) -> list[Experiment]:
         found = await self.queries.search_experiments(limit, ["last_update_time DESC"])

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..api.schedules import Schedule as ScheduleView
     from ..api.schedules import ScheduleDetail, SchedulesPage
     from ..api.workloads import Job, JobDetail, WorkloadsPage
+    from ..tracking.identity import Credentials
     from ..workloads.connection import Connection
     from ..workloads.retention import PurgeReport
     from ..workloads.schedules import Fired, Scheduler
@@ -57,6 +58,7 @@ class WorkloadService:
         workers: int = WORKERS,
         tracking_token: Callable[[], str | None] = lambda: None,
         tracking_embedded: Callable[[], bool] = lambda: False,
+        tracking_identity: Callable[[], Credentials | None] = lambda: None,
     ) -> None:
         self.data_dir = data_dir
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -66,6 +68,7 @@ class WorkloadService:
         self._mlflow_ready = mlflow_ready
         self._tracking_token = tracking_token
         self._tracking_embedded = tracking_embedded
+        self._tracking_identity = tracking_identity
         self._store: JobStore | None = None
         self._scheduler: Scheduler | None = None
         # threads start on the first call, not here
@@ -298,6 +301,7 @@ class WorkloadService:
             raise NoTrackingServer(HOW_TO_FIX)
         connection.token = self._tracking_token()
         connection.embedded = self._tracking_embedded()
+        connection.identity = self._tracking_identity()
         return connection
 
     def start_scheduling(self, every_s: float | None = None) -> None:

@@ -16,8 +16,10 @@ TAG_REASON = "jupyter_air.workload.reason"  # how the attempt ended, in words
 
 
 def current_user() -> str:
-    """The person using this Jupyter server: the JupyterHub user when there is one."""
-    user = os.environ.get("JUPYTERHUB_USER")
+    """The person using this Jupyter server: their user on a team MLflow server with
+    authentication (``MLFLOW_TRACKING_USERNAME``, what the server knows them as), else the
+    JupyterHub user when there is one, else the system's."""
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME") or os.environ.get("JUPYTERHUB_USER")
     if user:
         return user
     try:

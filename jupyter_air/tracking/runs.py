@@ -262,9 +262,10 @@ class ManagedRun:
 
 
 def wait_until_answering(uri: str, context: KernelContext, timeout_s: float = 180.0) -> float:
-    """Wait (saying so) for a local tracking server that is still starting."""
+    """Wait (saying so) for a local tracking server that is still starting; on a team server,
+    check once that it knows this user (``readiness.check_user``)."""
     if not is_loopback_http(uri):
-        return 0.0
+        return wait_for_tracking_server(uri)
     embedded = context.under_jupyter_air and (uri or "").rstrip("/") == (
         context.tracking_uri or ""
     ).rstrip("/")

@@ -29,6 +29,7 @@ from typing import Any
 from ..config import BASE_URL, DATA_DIR, MLFLOW_UI, SERVER_URL
 from ..mlflow_server.records import Endpoint, Lease, ServerFiles, mlflow_folder
 from ..pids import pid_alive
+from ..tracking.identity import Credentials
 from ..tracking.links import is_loopback_http, run_links
 
 
@@ -55,6 +56,8 @@ class Connection:
     lease: Lease | None = field(default=None, repr=False)  # held while this process needs it
     # where the token comes from, for messages (never the token itself)
     credentials: str | None = None
+    # the user's name and password on a team server with MLflow's authentication
+    identity: Credentials | None = field(default=None, repr=False)
     # the folder (``<data>/mlflow``) of the jupyter-air server at tracking_uri: this data
     # folder's or the Jupyter server's; None for a server of the user's
     server_folder: Path | None = field(default=None, repr=False)
@@ -62,9 +65,21 @@ class Connection:
     def activate(self) -> None:
         """Point this process's MLflow client at the server (a CLI or a supervisor: its own
         process, not a Jupyter server's)."""
-        os.environ["MLFLOW_TRACKING_URI"] = self.tracking_uri
+        os.environ.update(self.environment())
+
+    def environment(self) -> dict[str, str]:
+        """What MLflow's client of a process needs to reach the server as this user."""
+        env = {"MLFLOW_TRACKING_URI": self.tracking_uri}
         if self.token:
-            os.environ["MLFLOW_TRACKING_TOKEN"] = self.token
+            env["MLFLOW_TRACKING_TOKEN"] = self.token
+        if self.identity is not None and not self.ours:
+            env.update(self.identity.env())
+        return env
+
+    @property
+    def ours(self) -> bool:
+        """A jupyter-air MLflow server (it answers to its bearer token, not to users)."""
+        return self.embedded or self.server_folder is not None
 
     def job_link(self, job_id: str) -> str | None:
         if not self.server_url:

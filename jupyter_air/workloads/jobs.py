@@ -27,6 +27,7 @@ from ..config import DATA_DIR, JOB_ID, data_dir
 from ..pids import is_running, kill_job_processes, spawn_detached, stop_process
 from ..pids import process_start_time as start_time
 from ..private import private_folder
+from ..tracking.identity import NAMES as IDENTITY_NAMES
 from .capacity import GpuInventory, assign_gpus, gpu_inventory
 from .connection import Connection, find_connection
 from .paths import job_dir, new_job_id
@@ -275,20 +276,21 @@ def _experiment(
     from ..tracking.links import is_loopback_http
     from ..tracking.readiness import starting_message, wait_for_tracking_server
 
-    if connection.token:
-        connection.activate()  # this process's MLflow client sends the token
-    if is_loopback_http(connection.tracking_uri):
+    if connection.token or connection.identity is not None:
+        connection.activate()  # this process's MLflow client sends the token or the user's
 
-        def said(elapsed: float, done: bool) -> None:
-            if report is not None:
-                report(starting_message(elapsed, done))
+    def said(elapsed: float, done: bool) -> None:
+        if report is not None and is_loopback_http(connection.tracking_uri):
+            report(starting_message(elapsed, done))
 
-        wait_for_tracking_server(
-            connection.tracking_uri,
-            report=said,
-            token=connection.token,
-            credentials=connection.credentials,
-        )
+    # a local server still starting is waited for; a team server refusing the user's password
+    # is said at once, in a sentence
+    wait_for_tracking_server(
+        connection.tracking_uri,
+        report=said,
+        token=connection.token,
+        credentials=connection.credentials,
+    )
     client = MlflowClient(tracking_uri=connection.tracking_uri)
     experiment = get_or_create_experiment(
         spec.experiment_name, artifact_location=spec.mlflow_artifact_location, client=client
@@ -304,9 +306,10 @@ def _supervisor_environment(
         for k, v in environ.items()
         if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
     }
-    env["MLFLOW_TRACKING_URI"] = connection.tracking_uri
-    if connection.token:
-        env["MLFLOW_TRACKING_TOKEN"] = connection.token
+    if connection.ours:  # jupyter-air's server answers its token: MLflow's client would send
+        for name in IDENTITY_NAMES:  # a user's name and password instead
+            env.pop(name, None)
+    env.update(connection.environment())
     env["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     env[DATA_DIR.name] = str(data)
     return env

@@ -34,6 +34,8 @@ from pydantic_core import PydanticCustomError
 
 from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID
 from ..rendering import control_character
+from ..tracking.identity import NAMES as IDENTITY_NAMES
+from ..tracking.identity import TOKEN as IDENTITY_TOKEN
 from .yaml_source import Document, Problem, YamlSyntaxError, dotted, load
 
 # what a workload can ask for at most: beyond these it cannot be meant (one error, before
@@ -615,6 +617,16 @@ def _env_problems(data: dict, document: Document) -> list[Problem]:
                     where,
                     "not a valid variable name (letters, digits and _, not starting with a digit)",
                     line=line,
+                )
+            )
+        elif name in (*IDENTITY_NAMES, IDENTITY_TOKEN):  # stored with the job run: never
+            problems.append(
+                Problem(
+                    where,
+                    "is a credential: it never belongs in a workload's YAML",
+                    line=line,
+                    hint="jobs get it from your environment or ~/.mlflow/credentials "
+                    "(docs/teams.md)",
                 )
             )
         elif name in RESERVED_ENV:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
+from ..tracking.identity import credentials_env, hide_secrets
 from ..tracking.links import redacted
 from .store import JobRun, JobStore
 
@@ -90,6 +91,8 @@ class JobTracking:
         env = {"MLFLOW_TRACKING_URI": self.uri}
         if self.token:
             env["MLFLOW_TRACKING_TOKEN"] = self.token
+        if not self.embedded:  # a team server: the user's name and password, as MLflow reads them
+            env.update(credentials_env())
         return env
 
     def call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
@@ -107,6 +110,7 @@ class JobTracking:
             f"MLflow at {redacted(self.uri)} did not answer ({what}): {_short(error)}. "
             "jupyter-air records it when MLflow answers again."
         )
+        message = hide_secrets(message)  # an error's text may quote a request
         log.warning("%s", message)
         self.store.add_warning(self.job.id, message)
         self.refresh()

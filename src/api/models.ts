@@ -775,6 +775,27 @@ export interface ISchedulesPage {
   schedules: ISchedule[];
 }
 
+/**
+ * `POST air/api/experiments/{experiment_id}/share`: on a team MLflow server
+ * with authentication, give another user a permission on the experiment
+ * (docs/teams.md).
+ */
+export interface IShareRequest {
+  /** the MLflow user */
+  username: string;
+  permission: 'READ' | 'EDIT' | 'MANAGE';
+}
+
+/** What `POST air/api/experiments/{experiment_id}/share` did. */
+export interface ISharedExperiment {
+  experiment_id: string;
+  experiment_name: string;
+  username: string;
+  permission: 'READ' | 'EDIT' | 'MANAGE';
+  /** the user had another permission on it before */
+  replaced: boolean;
+}
+
 /** `GET air/api/workloads`: a page of job runs, newest first. */
 export interface IWorkloadsPage {
   workloads: IJob[];
