@@ -76,6 +76,7 @@ def team_server(tmp_path_factory: pytest.TempPathFactory):
     }
     env["MLFLOW_AUTH_CONFIG_PATH"] = str(config)
     env["MLFLOW_FLASK_SERVER_SECRET_KEY"] = secrets.token_urlsafe(32)  # the auth app's CSRF key
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # 8 processes of MLflow's job runner
     log = folder / "server.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -264,6 +265,9 @@ def test_air_reads_the_credentials_file_only_when_others_cannot(team_server, mon
     assert refused.returncode == 3, refused.stderr
     assert f"MLflow's credentials file {credentials} can be read by other users" in refused.stderr
     assert f"chmod 600 {credentials}" in refused.stderr and password not in refused.stderr
+    listed = air("list", "runs")  # what needs no credentials works, the file said once
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr.count("can be read by other users") == 1, listed.stderr
 
     credentials.chmod(0o600)
     shared = air(*share)

@@ -77,9 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         **agent_command.HANDLERS,
     }
     try:
-        from ..tracking.identity import use_credentials
+        from ..tracking.identity import CredentialsError, use_credentials
 
-        use_credentials()  # MLflow's client here and every process started from here send them
+        try:  # MLflow's client here and every process started from here send them
+            use_credentials()
+        except CredentialsError as error:  # said, and not used: only what needs them fails
+            print(printable(f"air: {error}", lines=True), file=sys.stderr)
         return int(handlers[args.command](args))
     except CliError as error:
         print(printable(f"air: {error}", lines=True), file=sys.stderr)
