@@ -75,4 +75,5 @@ part "Ray pytest beside Galata"
 echo "==> time per part so far"
 printf '  %s\n' "${timings[@]}"
 echo "==> pytest"
-python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}" --durations=20
+python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}" --dist loadgroup \
+  --durations=20

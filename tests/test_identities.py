@@ -21,7 +21,8 @@ from workloads_support import PY, air, air_environment, wait_for, write
 
 from jupyter_air.pids import stop_group
 
-pytestmark = pytest.mark.timeout(600)
+# one worker runs them all (make test: --dist loadgroup), so the team server starts once
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("team-mlflow")]
 
 
 def _free_port() -> int:
