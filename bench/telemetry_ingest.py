@@ -5,9 +5,10 @@ Prints figures (no pass/fail): bytes per report (raw and gzip), the server's CPU
 and memory while 64 agents report, with every node's 2 h history full; a full 2 h history and a
 delta for one node, and the cluster overview in full and as a delta: bytes and request time on
 loopback. Reports are built by the real sampler over the pynvml fake (8 GPUs with health and one
-process each), sent as agents send them (``--transport``: ``channel``, the agent's websocket;
-``keepalive``, its POST fallback on a kept connection; ``post``, one request and connection a
-report, as agents did before the channel), token-authenticated.
+process each), sent as agents send them (``--transport``: ``channel``, the agent's websocket,
+answered when the answer is news; ``channel-each``, the websocket with an answer to every report,
+as agents did before; ``keepalive``, its POST fallback on a kept connection; ``post``, one
+request and connection a report, as agents did before the channel), token-authenticated.
 
 ``--curve`` prints the server's cost at 1, 8, 64 and 512 nodes instead (``--sizes``): for each
 size and transport a fresh server, every agent a thread of this process with the agent's own
@@ -51,6 +52,7 @@ from jupyter_air.telemetry.agent import AUTH_SCHEME, INGEST_PATH, HttpSender
 from jupyter_air.telemetry.agent_tokens import mint_token
 from jupyter_air.telemetry.models import AgentInfo, IngestRequest, NodeInfo, Sample
 from jupyter_air.telemetry.nvml import NvmlBackend
+from jupyter_air.telemetry.sender import ANSWER_EVERY
 
 INTERVAL_S = 10.0
 HISTORY_S = 7200.0
@@ -210,7 +212,7 @@ def fill_history(server: Server, nodes: list[Node]) -> float:
     return time.perf_counter() - start
 
 
-TRANSPORTS = ("post", "keepalive", "channel")
+TRANSPORTS = ("post", "keepalive", "channel", "channel-each")
 
 
 class SteadyLoad:
@@ -238,7 +240,11 @@ class SteadyLoad:
         sender = None
         if self.transport != "post":
             sender = HttpSender(
-                self.server.base, node.token, timeout_s=60, channel=self.transport == "channel"
+                self.server.base,
+                node.token,
+                timeout_s=60,
+                channel=self.transport.startswith("channel"),
+                answer_every=1 if self.transport == "channel-each" else ANSWER_EVERY,
             )
             with self._lock:
                 self.senders.append(sender)
@@ -417,7 +423,7 @@ def main() -> None:
         sizes = [int(n) for n in args.sizes.split(",")]
         transports = [t for t in args.transports.split(",") if t]
         if not sizes or min(sizes) < 1 or max(sizes) > 1024 or set(transports) - set(TRANSPORTS):
-            parser.error("--sizes: 1 to 1024 nodes; --transports: post, keepalive, channel")
+            parser.error(f"--sizes: 1 to 1024 nodes; --transports: {', '.join(TRANSPORTS)}")
         print(
             f"Node agents: the Jupyter server's cost at {args.sizes} nodes x {args.gpus} GPUs, "
             f"a report every {INTERVAL_S:g} s, {args.seconds:g} s measured per size"

@@ -16,6 +16,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from jupyter_air.telemetry.agent import (
+    ANSWER_EVERY_HEADER,
     AUTH_SCHEME,
     CHANNEL_PATH,
     MAX_BYTES_HEADER,
@@ -81,6 +82,39 @@ async def test_the_agent_sends_report_after_report_on_one_channel(
     view = json.loads((await jp_fetch("air", "api", "gpu", params={"node": "gpu-1"})).body)
     assert view["source"] == "agent" and len(view["samples"]) == 8
     assert view["devices"][1]["uuid"] == "GPU-1"
+
+
+async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_url, data_dir):
+    poll_loop = gpu_service(jp_serverapp).poll_loop
+    poll_loop._last_activity = None  # no panel asked: agents are told not to sample
+    ws = await channel(base_url, mint_token(data_dir, "gpu-1"), **{ANSWER_EVERY_HEADER: "3"})
+    assert ws.headers[ANSWER_EVERY_HEADER] == "3"
+    await ws.write_message(json.dumps(report()))
+    first = json.loads(await ws.read_message())  # the first report is always answered
+    assert first["accepted"] == 1 and first["sample"] is False
+    poll_loop.touch()  # a panel asks: news for the agent
+    await ws.write_message(json.dumps(later(report(samples=2), 10)))
+    woke = json.loads(await ws.read_message())
+    assert woke["accepted"] == 2 and woke["sample"] is True
+    for k in (3, 4, 5):  # nothing new: only the third of them is answered
+        await ws.write_message(json.dumps(later(report(samples=k), 10 * k)))
+    assert json.loads(await ws.read_message())["accepted"] == 5
+    await ws.write_message(b"{not json", binary=True)  # a refusal is always answered
+    assert json.loads(await ws.read_message())["status"] == 400
+    ws.close()
+    assert len(gpu_service(jp_serverapp).nodes.get("gpu-1").history) == 15
+    # the sender asks for it, and is granted at most what the server allows
+    ws = await channel(base_url, mint_token(data_dir, "gpu-2"), **{ANSWER_EVERY_HEADER: "1000"})
+    assert ws.headers[ANSWER_EVERY_HEADER] == "60"
+    ws.close()
+    sender = HttpSender(base_url, mint_token(data_dir, "gpu-3"))
+    try:
+        answers = [await send(sender, later(report("gpu-3"), 10 * k)) for k in range(8)]
+    finally:
+        sender.close()
+    assert sender._every == 6 and sender.connections == 1
+    assert all(a.accepted == 1 and a.sample and a.have_info for a in answers)
+    assert len(gpu_service(jp_serverapp).nodes.get("gpu-3").history) == 8
 
 
 async def test_a_channel_closed_meanwhile_is_opened_again_for_the_same_report(

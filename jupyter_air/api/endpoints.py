@@ -51,7 +51,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "GET", "air/api/telemetry/channel", TELEMETRY,
         "a node agent's websocket: a report (`IngestRequest`) a message, each answered "
-        "(`IngestResponse`, or `{status, message}`) (agent token only)", None, status=101,
+        "(`IngestResponse`, or `{status, message}`; with `X-Air-Answer-Every`, only news) "
+        "(agent token only)", None, status=101,
     ),
     Endpoint(
         "GET", "air/api/mlflow", MLFLOW,

@@ -15,7 +15,10 @@ its length is announced; on the channel a larger message closes it with 1009) an
 against ``IngestRequest`` (400 naming the field); nothing is stored unless all of it is valid.
 On the channel a refused report is answered ``{"status": <code>, "message": ...}`` — the code and
 words the POST would have answered — and the channel stays open unless the agent itself is
-refused (401, 403, 404, 409), when it is closed after that one answer.
+refused (401, 403, 404, 409), when it is closed after that one answer. An agent that asks for it
+(``ANSWER_EVERY_HEADER: <k>``, echoed when granted) is answered only when the answer is news — the
+first report, an answer that differs from the last one on the channel (``accepted`` aside), a
+refusal — and at least every k-th report (``telemetry/sender.py`` has the agent's side).
 
 Why a channel: a report over HTTP costs the Jupyter server a request's worth of work (parsing,
 routing, a handler, headers, logging) many times the report's own; on one connection a report is
@@ -41,14 +44,15 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import ValidationError
 
 from ..api import endpoints
-from ..telemetry.agent import AUTH_SCHEME, MAX_BYTES_HEADER
-from ..telemetry.models import IngestRequest
+from ..telemetry.models import IngestRequest, IngestResponse
 from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
+from ..telemetry.sender import ANSWER_EVERY_HEADER, AUTH_SCHEME, MAX_BYTES_HEADER
 from .gpu_service import GpuService, NodeConflict
 
 AUTH_RESOURCE = endpoints.TELEMETRY
 OFFLOAD_MIN_BYTES = 64 * 1024  # bigger reports (a backlog) are decoded off the event loop
 MAX_PROBLEMS = 3
+MAX_ANSWER_EVERY = 60  # a channel's agent hears from the server at least every 60 reports
 PING_S = 300.0  # an agent answers pings when it next reports (every 10 s by default)
 AGENT_REFUSED = (401, 403, 404, 409)  # the agent, not one report, is refused: close the channel
 NO_TOKEN = (
@@ -83,8 +87,8 @@ def too_large(max_bytes: int) -> str:
 
 def store_decoded(
     gpu: GpuService, agent_node: str, decoded: tuple[IngestRequest, list[Encoded]]
-) -> str:
-    """Store a validated report of ``agent_node``; the ``IngestResponse`` JSON. Refusals are
+) -> IngestResponse:
+    """Store a validated report of ``agent_node``; the answer. Refusals are
     ``HTTPError``s with the status and message an agent is told."""
     request, encoded = decoded
     if request.node != agent_node:
@@ -99,10 +103,10 @@ def store_decoded(
         raise tornado.web.HTTPError(507, str(error)) from None
     except ClockAhead as error:
         raise tornado.web.HTTPError(400, str(error)) from None
-    return response.model_dump_json()
+    return response
 
 
-def store_small(gpu: GpuService, agent_node: str, body: bytes) -> str:
+def store_small(gpu: GpuService, agent_node: str, body: bytes) -> IngestResponse:
     """``store_report`` for a body small enough to decode on the event loop."""
     try:
         decoded = decode(body)
@@ -111,7 +115,7 @@ def store_small(gpu: GpuService, agent_node: str, body: bytes) -> str:
     return store_decoded(gpu, agent_node, decoded)
 
 
-async def store_report(gpu: GpuService, agent_node: str, body: bytes) -> str:
+async def store_report(gpu: GpuService, agent_node: str, body: bytes) -> IngestResponse:
     """Validate a report of ``agent_node`` (off the event loop when big) and store it."""
     if len(body) < OFFLOAD_MIN_BYTES:
         return store_small(gpu, agent_node, body)
@@ -198,14 +202,19 @@ class TelemetryIngestHandler(_AgentAuth, APIHandler):
         if self._size > self.max_bytes:
             raise tornado.web.HTTPError(413, too_large(self.max_bytes))
         assert self.agent_node is not None  # authenticated
-        text = await store_report(self.gpu, self.agent_node, b"".join(self._chunks))
+        answer = await store_report(self.gpu, self.agent_node, b"".join(self._chunks))
         self.set_header("Cache-Control", "no-store")
-        self.finish(text)
+        self.finish(answer.model_dump_json())
 
 
 class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
     """``GET air/api/telemetry/channel``: a websocket per agent; each message a report, each
-    answer its ``IngestResponse`` (or ``{"status", "message"}``), in order."""
+    answer its ``IngestResponse`` (or ``{"status", "message"}``), in order; where the agent
+    asked for it, only the answers that are news (the module's doc)."""
+
+    _answer_every = 1  # granted to this channel's agent
+    _told: tuple[bool, float, bool, float] | None = None  # the last answer, ``accepted`` aside
+    _unanswered = 0  # reports since the last message to the agent
 
     async def prepare(self) -> None:  # type: ignore[override]
         await self._authenticate_agent()
@@ -221,6 +230,10 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
                 403, f"The authorizer does not let {self.current_user.username!r} report."
             )
         self.set_header(MAX_BYTES_HEADER, str(self.max_bytes))  # agents refuse bigger reports
+        every = self.request.headers.get(ANSWER_EVERY_HEADER, "").strip()
+        if every.isdigit() and int(every) > 1:
+            self._answer_every = min(int(every), MAX_ANSWER_EVERY)
+            self.set_header(ANSWER_EVERY_HEADER, str(self._answer_every))
         await super().get(*args, **kwargs)
 
     @property
@@ -287,13 +300,24 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
                 403, "This agent token was revoked or replaced: " + NO_TOKEN
             )
 
-    def _answer(self, text: str) -> None:
-        if self.ws_connection is not None:
-            self.write_message(text)
+    def _answer(self, answer: IngestResponse) -> None:
+        """Write the answer, unless the agent asked for news only and this is none (a write and
+        the agent's wake-up were most of a report's cost here: bench/README.md)."""
+        if self.ws_connection is None:
+            return
+        if self._answer_every > 1:
+            told = (answer.sample, answer.next_s, answer.have_info, answer.idle_timeout_s)
+            self._unanswered += 1
+            if told == self._told and self._unanswered < self._answer_every:
+                return
+            self._told = told
+        self._unanswered = 0
+        self.write_message(answer.model_dump_json())
 
     def _refuse(self, status: int, message: str) -> None:
         if self.ws_connection is None:
             return
+        self._unanswered = 0
         self.write_message(json.dumps({"status": status, "message": message}))
         if status in AGENT_REFUSED:
             self.close(1008, message[:120])  # policy violation; the reason is cut to fit

@@ -3,12 +3,13 @@
 It pushes: every interval it sends its new samples to the Jupyter server — over one websocket kept
 open (``<base_url>air/api/telemetry/channel``, a report a message), or by POST to
 ``<base_url>air/api/telemetry/ingest`` on a keep-alive connection where the server has no channel —
-with its node's token (``agent_tokens.py``); the answer says whether to keep sampling (the idle
-rule of the whole cluster: while no panel asks, the agent only sends a heartbeat each interval
-and makes no NVML call, unless a managed run on its node holds it awake through a hold file) and
-when to report next. Samples that could not be sent are kept (bounded) and sent with the next
-report that gets through. Pushing needs no port open on the nodes and works from behind NAT, as
-every node can already reach the Jupyter server; the cost on the server is in bench/.
+with its node's token (``agent_tokens.py``) by its sender (``sender.py``); the answer says whether
+to keep sampling (the idle rule of the whole cluster: while no panel asks, the agent only sends a
+heartbeat each interval and makes no NVML call, unless a managed run on its node holds it awake
+through a hold file) and when to report next. Samples that could not be sent are kept (bounded)
+and sent with the next report that gets through. Pushing needs no port open on the nodes and works
+from behind NAT, as every node can already reach the Jupyter server; the cost on the server is in
+bench/.
 
 No Jupyter imports: the agent runs anywhere the ``jupyter_air.telemetry`` package does, as
 ``air agent`` or inside another process (a Ray actor) with ``start()``/``stop()`` and a ``send``
@@ -17,303 +18,48 @@ of its own.
 
 from __future__ import annotations
 
-import contextlib
-import http.client
-import json
 import logging
-import ssl
-import struct
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .hold_files import live_holds
-from .models import (
-    MAX_HOLDS,
-    MAX_SAMPLES,
-    AgentInfo,
-    IngestRequest,
-    IngestResponse,
-    NodeInfo,
-    Sample,
-)
+from .models import MAX_HOLDS, MAX_SAMPLES, AgentInfo, IngestRequest, NodeInfo, Sample
 from .sampler import Sampler
+from .sender import (
+    ANSWER_EVERY_HEADER,
+    AUTH_SCHEME,
+    CHANNEL_PATH,
+    INGEST_PATH,
+    MAX_BYTES_HEADER,
+    AgentRejected,
+    HttpSender,
+    ReportRefused,
+    Send,
+    SendFailed,
+)
+
+__all__ = [  # the sender's names too, where they were before sender.py
+    "ANSWER_EVERY_HEADER",
+    "AUTH_SCHEME",
+    "CHANNEL_PATH",
+    "INGEST_PATH",
+    "MAX_BYTES_HEADER",
+    "AgentRejected",
+    "HttpSender",
+    "NodeAgent",
+    "ReportRefused",
+    "Send",
+    "SendFailed",
+]
 
 log = logging.getLogger(__name__)
 
-INGEST_PATH = "air/api/telemetry/ingest"
-CHANNEL_PATH = "air/api/telemetry/channel"
-MAX_BYTES_HEADER = "X-Air-Max-Report-Bytes"  # the channel's limit, told when it opens
-AUTH_SCHEME = "AirAgent"
-REJECTED = (401, 403, 404, 409)  # the agent is refused: retrying cannot help
-REFUSED = (400, 413)  # one report is refused: it is dropped, not resent
-MAX_RESPONSE_BYTES = 64 * 1024
 MIN_NEXT_S = 0.05
 MAX_NEXT_S = 3600.0
 TEXT_MAX = 1000  # hold reasons and errors are cut to fit the report's limits
-
-Send = Callable[[IngestRequest], IngestResponse]
-
-
-class AgentRejected(Exception):
-    """The server refused this agent (token, node name, authorisation): retrying cannot help."""
-
-
-class ReportRefused(Exception):
-    """The server refused one report (malformed, too large): it is dropped, not resent."""
-
-
-class SendFailed(Exception):
-    """The server could not be reached or failed; the report is sent again later."""
-
-
-class _NoChannel(Exception):
-    """The server has no telemetry channel (an older jupyter-air): report by POST instead."""
-
-
-class HttpSender:
-    """``send`` to a Jupyter server, authenticated by the node's agent token, over one
-    connection kept open from report to report: the server's telemetry channel (a websocket at
-    ``CHANNEL_PATH``, one message a report), or — where the server has none (an older
-    jupyter-air), or ``channel=False`` — POSTs to ``INGEST_PATH`` on a keep-alive connection.
-    A connection that the server closed meanwhile (a restart, an idle timeout) is opened again
-    once for the same report; the server skips samples it already has, so a report that got
-    through before the connection broke is not stored twice. ``close()`` closes it."""
-
-    def __init__(
-        self, server_url: str, token: str, timeout_s: float = 10.0, *, channel: bool = True
-    ) -> None:
-        base = server_url if server_url.endswith("/") else server_url + "/"
-        self.url = base + INGEST_PATH
-        parts = urllib.parse.urlsplit(base)
-        ws_scheme = "wss" if parts.scheme == "https" else "ws"
-        self.channel_url = urllib.parse.urlunsplit(
-            (ws_scheme, parts.netloc, parts.path + CHANNEL_PATH, "", "")
-        )
-        self._parts = parts
-        self._token = token
-        self.timeout_s = timeout_s
-        self.transport = "channel" if channel else "post"  # what the next report uses
-        self.connections = 0  # connections opened so far (a reused one is not counted again)
-        self._ws: Any = None  # websocket.WebSocket
-        self._max_bytes: int | None = None  # the server's limit, told when the channel opens
-        self._http: http.client.HTTPConnection | None = None
-
-    def __call__(self, request: IngestRequest) -> IngestResponse:
-        body = request.model_dump_json().encode()
-        if self.transport == "channel":
-            try:
-                return self._over_channel(body)
-            except _NoChannel:
-                log.info("jupyter-air agent: %s has no telemetry channel; POST instead", self.url)
-                self.transport = "post"
-        return self._post(body)
-
-    def close(self) -> None:
-        """Close the connection kept open (the next report opens one again)."""
-        self._drop_channel()
-        self._drop_http()
-
-    # the channel -----------------------------------------------------------------------------
-    def _over_channel(self, body: bytes) -> IngestResponse:
-        import websocket  # websocket-client (a dependency of jupyter-server), on first use
-
-        for _ in range(2):
-            fresh = self._ws is None
-            if fresh:
-                self._open_channel()
-            if self._max_bytes is not None and len(body) > self._max_bytes:
-                raise ReportRefused(
-                    f"{self.channel_url}: a report of {len(body)} bytes is over the server's "
-                    f"limit of {self._max_bytes} (413; JupyterAir.telemetry_ingest_max_bytes)"
-                )
-            try:
-                self._ws.send_binary(body)
-                answer = self._receive()
-            except _Closed as closed:
-                self._drop_channel()
-                if closed.code == 1009:
-                    raise ReportRefused(f"{self.channel_url}: {closed}") from None
-                if fresh:
-                    raise SendFailed(f"{self.channel_url}: {closed}") from None
-                continue
-            except (OSError, websocket.WebSocketException) as error:
-                self._drop_channel()
-                if fresh:
-                    raise SendFailed(f"{self.channel_url}: {error}") from None
-                continue  # the server closed the channel meanwhile: once more, on a new one
-            return self._answer(answer)
-        raise SendFailed(f"{self.channel_url}: the channel closed twice in a row")
-
-    def _open_channel(self) -> None:
-        import websocket
-
-        try:
-            self._ws = websocket.create_connection(
-                self.channel_url,
-                timeout=self.timeout_s,
-                header=[f"Authorization: {AUTH_SCHEME} {self._token}"],
-                suppress_origin=True,  # not a browser: no Origin to check
-                enable_multithread=False,
-            )
-        except websocket.WebSocketBadStatusException as error:
-            code = error.status_code
-            if code == 404:
-                raise _NoChannel() from None
-            message = f"{self.channel_url} answered {code}: {_body_message(error.resp_body)}"
-            if code in REJECTED:
-                raise AgentRejected(message) from None
-            raise SendFailed(message) from None
-        except (OSError, websocket.WebSocketException) as error:
-            raise SendFailed(f"{self.channel_url}: {error}") from None
-        self.connections += 1
-        limit = (self._ws.getheaders() or {}).get(MAX_BYTES_HEADER.lower(), "")
-        self._max_bytes = int(limit) if str(limit).isdigit() else None
-
-    def _receive(self) -> bytes:
-        """The server's answer to the report just sent (pings are answered on the way)."""
-        import websocket
-
-        opcode, frame = self._ws.recv_data_frame(False)
-        if opcode == websocket.ABNF.OPCODE_CLOSE:
-            data = bytes(frame.data or b"")
-            code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
-            raise _Closed(code, data[2:].decode("utf-8", "replace"))
-        data = frame.data
-        return data if isinstance(data, bytes) else str(data).encode()
-
-    def _answer(self, data: bytes) -> IngestResponse:
-        try:
-            parsed = json.loads(data)
-        except ValueError as error:
-            self._drop_channel()
-            raise SendFailed(f"{self.channel_url}: a garbled answer: {error}") from None
-        status = parsed.get("status") if isinstance(parsed, dict) else None
-        if status is None:
-            try:
-                return IngestResponse.model_validate(parsed)
-            except ValueError as error:
-                raise SendFailed(f"{self.channel_url}: a garbled answer: {error}") from None
-        message = f"{self.channel_url} answered {status}: {parsed.get('message')}"
-        if status in REJECTED:
-            self._drop_channel()
-            raise AgentRejected(message)
-        if status in REFUSED:
-            raise ReportRefused(message)
-        raise SendFailed(message)
-
-    def _drop_channel(self) -> None:
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                ws.close(timeout=1)
-
-    # POST ------------------------------------------------------------------------------------
-    def _post(self, body: bytes) -> IngestResponse:
-        headers = {
-            "Content-Type": "application/json",
-            "Authorization": f"{AUTH_SCHEME} {self._token}",
-        }
-        if _proxied(self.url):
-            return self._post_by_urllib(body, headers)
-        path = self._parts.path + INGEST_PATH
-        for _ in range(2):
-            fresh = self._http is None
-            if fresh:
-                self._http = self._http_connection()
-            assert self._http is not None
-            try:
-                self._http.request("POST", path, body=body, headers=headers)
-                answer = self._http.getresponse()
-                data = answer.read(MAX_RESPONSE_BYTES + 1)
-            except (OSError, http.client.HTTPException) as error:
-                self._drop_http()
-                if fresh:
-                    raise SendFailed(f"{self.url}: {error}") from None
-                continue  # the server closed the kept connection meanwhile
-            if answer.will_close or len(data) > MAX_RESPONSE_BYTES or not answer.isclosed():
-                self._drop_http()
-            if answer.status != 200:
-                _raise_for(
-                    answer.status,
-                    f"{self.url} answered {answer.status}: {_body_message(data) or answer.reason}",
-                )
-            try:
-                return IngestResponse.model_validate_json(data[:MAX_RESPONSE_BYTES])
-            except ValueError as error:
-                raise SendFailed(f"{self.url}: a garbled answer: {error}") from None
-        raise SendFailed(f"{self.url}: the connection closed twice in a row")
-
-    def _http_connection(self) -> http.client.HTTPConnection:
-        host, port = self._parts.hostname or "localhost", self._parts.port
-        self.connections += 1
-        if self._parts.scheme == "https":
-            return http.client.HTTPSConnection(
-                host, port, timeout=self.timeout_s, context=ssl.create_default_context()
-            )
-        return http.client.HTTPConnection(host, port, timeout=self.timeout_s)
-
-    def _drop_http(self) -> None:
-        conn, self._http = self._http, None
-        if conn is not None:
-            conn.close()
-
-    def _post_by_urllib(self, body: bytes, headers: dict[str, str]) -> IngestResponse:
-        """Through the proxy the environment names (a new connection each time)."""
-        http_request = urllib.request.Request(self.url, data=body, method="POST", headers=headers)
-        try:
-            with urllib.request.urlopen(http_request, timeout=self.timeout_s) as answer:
-                return IngestResponse.model_validate_json(answer.read(MAX_RESPONSE_BYTES))
-        except urllib.error.HTTPError as error:
-            _raise_for(error.code, f"{self.url} answered {error.code}: {_message(error)}")
-            raise  # not reached
-        except (OSError, ValueError) as error:  # URLError, timeouts, a garbled answer
-            raise SendFailed(f"{self.url}: {error}") from None
-
-
-class _Closed(Exception):
-    """The server closed the channel (a websocket close frame)."""
-
-    def __init__(self, code: int | None, reason: str) -> None:
-        super().__init__(f"the server closed the channel ({code}: {reason or 'no reason'})")
-        self.code = code
-
-
-def _raise_for(status: int, message: str) -> None:
-    if status in REJECTED:
-        raise AgentRejected(message)
-    if status in REFUSED:
-        raise ReportRefused(message)
-    raise SendFailed(message)
-
-
-def _proxied(url: str) -> bool:
-    """Whether the environment sends requests to ``url`` through a proxy."""
-    parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies()
-    if parts.scheme not in proxies:
-        return False
-    return not urllib.request.proxy_bypass(parts.hostname or "")
-
-
-def _body_message(body: bytes | None) -> str:
-    try:
-        return str(json.loads(body or b"")["message"])
-    except Exception:
-        return (body or b"").decode("utf-8", "replace")[:200]
-
-
-def _message(error: urllib.error.HTTPError) -> str:
-    try:
-        return str(json.loads(error.read(4096))["message"])
-    except Exception:
-        return error.reason or "no reason given"
 
 
 class NodeAgent:

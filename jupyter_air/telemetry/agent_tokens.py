@@ -117,6 +117,7 @@ class AgentTokens:
         self._checked: float | None = None
         self._stamp: tuple[int, int] | None = None
         self._by_digest: dict[str, str] = {}
+        self._digests: dict[str, str] = {}  # token → digest: a channel's token, every report
 
     def due(self, token: str) -> bool:
         """Whether to look at the file again before answering for ``token``."""
@@ -148,4 +149,9 @@ class AgentTokens:
         """The node a token reports for, or None."""
         if not token.startswith(PREFIX):
             return None
-        return self._by_digest.get(digest(token))
+        known = self._digests.get(token)
+        if known is None:
+            if len(self._digests) >= 2 * MAX_TOKENS:
+                self._digests.clear()  # wrong tokens sent by the thousand: start again
+            known = self._digests[token] = digest(token)
+        return self._by_digest.get(known)
