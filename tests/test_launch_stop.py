@@ -20,7 +20,7 @@ from tracking_support import reset_fluent, use_server
 from jupyter_air import distributed
 from jupyter_air.launch.errors import DistributedTimeoutError
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
@@ -61,8 +61,10 @@ def test_timeout_stops_every_rank_and_kills_the_run(server, tmp_path):
 
 
 DRIVER = """
-import sys
+import faulthandler, signal, sys
 from jupyter_air import distributed
+
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # driver_output: where it is stuck
 
 @distributed(gpus=2, grace_period=3)
 def forever():
@@ -91,6 +93,19 @@ def start_driver(tmp_path):
     )
 
 
+def driver_output(driver, timeout_s: float = 60.0) -> str:
+    """The driver's output once it has exited. One still running after ``timeout_s`` (a last
+    guard: it exits within seconds) fails the test with where each of its threads is."""
+    try:
+        return driver.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        os.kill(driver.pid, signal.SIGUSR1)  # faulthandler writes every thread's stack
+        time.sleep(1)
+        os.killpg(driver.pid, signal.SIGKILL)
+        output = driver.communicate(timeout=30)[0]
+        pytest.fail(f"the driver still ran {timeout_s:g} s later; its output:\n{output[-8000:]}")
+
+
 def wait_running(tmp_path):
     """The run folder once both ranks print that they run."""
     run_dir = wait_for(lambda: (run_dirs(tmp_path / "data") or [None])[0], timeout_s=60)
@@ -110,7 +125,7 @@ def test_interrupt_stops_every_rank_within_seconds(server, tmp_path):
         os.killpg(driver.pid, signal.SIGINT)  # what Jupyter's interrupt does
         leftover = wait_all_gone(processes, timeout_s=10)
         gone_after = time.monotonic() - interrupted
-        output, _ = driver.communicate(timeout=30)
+        output = driver_output(driver)
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
