@@ -141,8 +141,12 @@ def test_two_nodes_from_a_notebook(cluster_env, tmp_path):
 
 
 DRIVER = """
-import sys
+import signal, sys
 from jupyter_air import distributed
+
+# Ctrl-C raises KeyboardInterrupt, as in a kernel, whatever this process inherited (Python keeps
+# SIGINT ignored when it starts ignored, as under a shell's background job)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 @distributed(gpus=1, nodes=2, grace_period=3, mlflow=False)
 def forever():

@@ -65,6 +65,9 @@ import faulthandler, signal, sys
 from jupyter_air import distributed
 
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # driver_output: where it is stuck
+# Ctrl-C raises KeyboardInterrupt, as in a kernel, whatever this process inherited (Python keeps
+# SIGINT ignored when it starts ignored, as under a shell's background job)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 @distributed(gpus=2, grace_period=3)
 def forever():
