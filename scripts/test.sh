@@ -40,24 +40,38 @@ if [ -n "$failed" ]; then
 fi
 part "lint and jest"
 
-# The tests on the loopback Ray cluster run one at a time, and the browser tests mostly wait on
-# Chromium and their servers (a CPU hog beside them slows them by a tenth): side by side, they
-# share the two cores. The Ray tests go first, and Galata starts once the cluster is up (three
-# nodes start reliably on two cores when little else runs). Each writes its own log, printed
-# when both ended. Everything else runs last, on two workers (most of those tests wait on the
-# processes they start), so that its closing line ends the output.
-echo "==> pytest on the Ray cluster, beside Galata (Chromium)"
+# The tests on the loopback Ray cluster run one at a time and mostly wait on the cluster; the
+# browser tests mostly wait on Chromium and their servers; the other pytest tests (on two
+# workers) mostly wait on the processes they start. The three run side by side, each into its
+# log. The Ray tests go first, and the others start once the cluster is up (three nodes start
+# reliably on two cores when little else runs). Each log is printed when its part ended, the
+# other pytest tests' last, so that their closing line ends the output.
+echo "==> pytest on the Ray cluster, Galata (Chromium) and the other pytest tests, side by side"
+echo "    (logs: .jupyter-test/pytest-ray.log, galata.log and pytest.log; each printed as it ends)"
 ready=.jupyter-test/ray-cluster-ready
-rm -f "$ready"
-AIR_RAY_READY_FILE="$PWD/$ready" python -m pytest -p no:cacheprovider -m "ray and not rig" \
-  --durations=10 >.jupyter-test/pytest-ray.log 2>&1 &
-ray_pid=$!
-trap 'kill -TERM "$ray_pid" 2>/dev/null || true' EXIT # an interrupted run stops the cluster too
-while [ ! -e "$ready" ] && kill -0 "$ray_pid" 2>/dev/null; do sleep 1; done
+rm -rf "$ready" .jupyter-test/scratch
+declare -A pids=()
+stop_parts() { # an interrupted run stops every part, and the Ray cluster with its tests
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_parts EXIT
+# each part in its own process group (setsid), so that stopping it stops all it started
+AIR_RAY_READY_FILE="$PWD/$ready" setsid python -m pytest -p no:cacheprovider \
+  -m "ray and not rig" --durations=10 >.jupyter-test/pytest-ray.log 2>&1 &
+pids[ray]=$!
+while [ ! -e "$ready" ] && kill -0 "${pids[ray]}" 2>/dev/null; do sleep 1; done
+part "Ray cluster start"
+(cd ui-tests && CI=${CI:-} exec setsid jlpm playwright test) >.jupyter-test/galata.log 2>&1 &
+pids[galata]=$!
+setsid python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}" \
+  --dist loadgroup --durations=20 >.jupyter-test/pytest.log 2>&1 &
+pids[pytest]=$!
 failed=""
-(cd ui-tests && CI=${CI:-} jlpm playwright test) >.jupyter-test/galata.log 2>&1 || failed="Galata"
-wait "$ray_pid" || failed="$failed pytest-on-the-Ray-cluster"
-trap - EXIT
+ended() { # ended NAME: the part's time since the cluster was up, when the three started
+  timings+=("$(printf '  %-26s %4d s' "$1" $((SECONDS - part_start)))")
+}
+if wait "${pids[galata]}"; then ended "Galata"; else failed="Galata"; fi
+unset 'pids[galata]'
 echo "==> Galata (Chromium)" && cat .jupyter-test/galata.log
 if [[ $failed == *Galata* ]]; then
   for log in .jupyter-test/ui-server*.log; do
@@ -65,15 +79,19 @@ if [[ $failed == *Galata* ]]; then
     tail -n 40 "$log"
   done
 fi
+if wait "${pids[ray]}"; then ended "pytest on the Ray cluster"; else failed="$failed pytest-on-the-Ray-cluster"; fi
+unset 'pids[ray]'
 echo "==> pytest on the Ray cluster" && cat .jupyter-test/pytest-ray.log
-if [ -n "$failed" ]; then
-  echo "==> failed:$failed" >&2
-  exit 1
-fi
-part "Ray pytest beside Galata"
-
-echo "==> time per part so far"
+status=0
+wait "${pids[pytest]}" || status=$?
+unset 'pids[pytest]'
+trap - EXIT
+[ "$status" = 0 ] && ended "pytest (the others)"
+part "the three side by side"
+echo "==> time per part (the indented ones side by side, from the Ray cluster's start)"
 printf '  %s\n' "${timings[@]}"
+if [ -n "$failed" ]; then echo "==> failed:$failed" >&2; fi
 echo "==> pytest"
-python -m pytest -p no:cacheprovider -m "not ray" -n "${AIR_TEST_WORKERS:-2}" --dist loadgroup \
-  --durations=20
+cat .jupyter-test/pytest.log
+[ -z "$failed" ] && exit "$status"
+exit 1

@@ -6,11 +6,11 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 
 import { HOSTILE, execute, failOnDialog } from './helpers';
 import {
+  scratchDir,
   stepsScript,
   submitWorkload,
   waitForStatus
@@ -26,10 +26,7 @@ test('follows a running job; scrolling up pauses, Resume follows again', async (
   failOnDialog(page);
   // 80 lines at once, then one every 0.25 s until the test has seen what it looks for (it
   // writes the file `stop`), however slow the machine is
-  const stop = path.join(
-    fs.mkdtempSync(path.join(os.tmpdir(), 'air-ui-')),
-    'stop'
-  );
+  const stop = path.join(scratchDir(), 'stop');
   const script = [
     'import os, sys, time',
     "n = os.environ['NODE_RANK']",

@@ -5,11 +5,10 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 
 import { failOnDialog, runFromPalette } from './helpers';
-import { air } from './workloads-helpers';
+import { air, scratchDir } from './workloads-helpers';
 
 const PANEL = '#jupyter-air-workloads';
 
@@ -27,7 +26,7 @@ test('a schedule shows its next firing; Pause pauses it on the server', async ({
 }) => {
   failOnDialog(page);
   const name = `ui-nightly-${Date.now()}`;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'air-ui-schedule-'));
+  const dir = scratchDir('air-ui-schedule-');
   const file = path.join(dir, 'nightly.yaml');
   fs.writeFileSync(
     file,

@@ -72,6 +72,19 @@ export interface ISubmitted {
 }
 
 /**
+ * A new empty folder for a test's files, under `.jupyter-test/scratch` (which `make test`
+ * empties before the browser tests) rather than the machine's /tmp, which nothing empties.
+ */
+export function scratchDir(prefix = 'air-ui-'): string {
+  const root = path.resolve(
+    process.env.AIR_UI_LOG_DIR || '../.jupyter-test',
+    'scratch'
+  );
+  fs.mkdirSync(root, { recursive: true });
+  return fs.mkdtempSync(path.join(root, prefix));
+}
+
+/**
  * Submit a job run whose command runs `script` (Python) on each node, with `air run`.
  * `fields` are more YAML lines (compute, max_retries…).
  */
@@ -81,7 +94,7 @@ export async function submitWorkload(
   options: { name: string; script: string; fields?: string[] }
 ): Promise<ISubmitted> {
   const tracking = await mlflowReady(request, baseURL);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'air-ui-'));
+  const dir = scratchDir();
   fs.writeFileSync(path.join(dir, 'job.py'), options.script);
   const exe = await python();
   const yaml = [
