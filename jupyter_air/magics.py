@@ -163,7 +163,8 @@ def _run_cell(cell: str, args: argparse.Namespace) -> None:
 
 def _run_file(path: str) -> None:
     from .workloads.jobs import open_store
-    from .workloads.spec import SpecError, load_spec_file
+    from .workloads.spec import SpecError
+    from .workloads.spec_loading import load_spec_file
 
     try:
         spec, text = load_spec_file(path)

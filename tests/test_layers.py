@@ -16,7 +16,6 @@ MAX_LINES = 500
 # each one is split, never add to it.
 LONG_MODULES_TO_SPLIT = {
     "jupyter_air.backends.ray_backend",
-    "jupyter_air.workloads.spec",
 }
 # logs/ modules that still read a job run through workloads/ (its log paths, its supervisor's
 # liveness): they sit above the rest of logs/, which backends/ use.
