@@ -25,7 +25,7 @@ WORKLOADS = [
     "yaml_source",
 ]
 LOGS = ["capture", "filters", "follow", "levels", "logfile", "query", "scan"]
-BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_node"]
+BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_group", "ray_node"]
 MODULES = [
     "jupyter_air.workloads",
     *(f"jupyter_air.workloads.{name}" for name in WORKLOADS),
