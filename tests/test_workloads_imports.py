@@ -35,7 +35,7 @@ MODULES = [
     "jupyter_air.backends",
     *(f"jupyter_air.backends.{name}" for name in BACKENDS),
     "jupyter_air.cli",
-    "jupyter_air.magics",
+    "jupyter_air.notebook.magics",
 ]
 
 
