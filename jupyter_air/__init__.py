@@ -46,12 +46,12 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_air``: run links in cell outputs for ``mlflow.start_run()``."""
-    from .ipython import load_ipython_extension as load
+    from .notebook.ipython import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .ipython import unload_ipython_extension as unload
+    from .notebook.ipython import unload_ipython_extension as unload
 
     unload(ipython)

@@ -12,7 +12,7 @@
  * again whenever the notebook is renamed or moved: Jupyter gives a kernel its notebook's path only
  * when it starts, and runs are named and tagged after the notebook they come from. And, with the
  * load, whether the notebook shows widgets (`JUPYTER_AIR_WIDGETS=1`: its renderers include the
- * widget view): only then do running calls show their live widget (jupyter_air/live_widget.py);
+ * widget view): only then do running calls show their live widget (jupyter_air/notebook/live_widget.py);
  * nbclient and consoles, which never say so, keep the plain output.
  */
 import type { ISessionContext } from '@jupyterlab/apputils';

@@ -23,7 +23,7 @@ from workloads_support import (
 from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
 from jupyter_air.workloads.paths import job_dir
-from jupyter_air.workloads.spec import load_spec
+from jupyter_air.workloads.spec_loading import load_spec
 
 
 @pytest.fixture

@@ -193,7 +193,8 @@ def test_secrets_of_the_environment_are_hidden_from_stored_text():
 
 
 def test_a_workload_yaml_may_not_hold_a_credential(tmp_path):
-    from jupyter_air.workloads.spec import SpecError, load_spec
+    from jupyter_air.workloads.spec import SpecError
+    from jupyter_air.workloads.spec_loading import load_spec
 
     for name in ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_TOKEN"):
         text = f"experiment_name: e\ncommand: echo\nenv_variables: {{{name}: hunter2}}\n"

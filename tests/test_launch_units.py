@@ -87,6 +87,43 @@ def test_several_nodes_without_a_cluster_say_how_to_connect_one(monkeypatch):
         distributed(gpus=0)
 
 
+def test_the_decorator_takes_every_option_launch_options_declares():
+    """``LaunchOptions`` declares the options: ``@distributed``'s signature, its typed overload
+    and its help name each one with the same default (``resume`` is given to ``.distributed()``),
+    and ``with_options`` checks what it changes."""
+    import dataclasses
+    import inspect
+    import typing
+
+    from jupyter_air.launch.options import LaunchOptions
+
+    names = [f.name for f in dataclasses.fields(LaunchOptions) if f.name != "resume"]
+    defaults = {f.name: f.default for f in dataclasses.fields(LaunchOptions)}
+    expected = {name: None if name == "env" else defaults[name] for name in names}
+    signatures = [inspect.signature(distributed)]
+    signatures += [inspect.signature(f) for f in typing.get_overloads(distributed)]
+    with_keywords = 0
+    for signature in signatures:
+        keywords = {
+            name: p.default for name, p in signature.parameters.items() if p.kind is p.KEYWORD_ONLY
+        }
+        if keywords:
+            with_keywords += 1
+            assert keywords == expected
+    assert with_keywords == 2
+    assert all(
+        f"{name}:" in distributed.__doc__ or f"{name}," in distributed.__doc__ for name in names
+    )
+    changed = distributed(gpus=1, timeout=2, env={"A": "b"})(lambda: 0).with_options(
+        remote=True, max_retries=1
+    )
+    assert changed.launch_options == LaunchOptions(
+        gpus=1, timeout=2.0, env={"A": "b"}, remote=True, max_retries=1
+    )
+    with pytest.raises(ValueError, match="max_retries needs remote=True"):
+        changed.with_options(remote=False)
+
+
 def test_keep_nodes_takes_seconds_and_falls_back_to_its_variable(monkeypatch):
     from jupyter_air.launch.kept_nodes import keep_seconds
 

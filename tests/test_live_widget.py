@@ -1,6 +1,6 @@
-"""The live widget of a running call (jupyter_air/live_widget.py): its status line, the metrics
-read from a real MLflow server and charted by step, the run card taking its place when the run
-ends, and no widget where the frontend cannot show one."""
+"""The live widget of a running call (jupyter_air/notebook/live_widget.py): its status line, the
+metrics read from a real MLflow server and charted by step, the run card taking its place when
+the run ends, and no widget where the frontend cannot show one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tracking_support import unique, use_server
 
-from jupyter_air.live_widget import (
+from jupyter_air.notebook.live_widget import (
     WIDGET_VIEW_MIME,
     WIDGETS_ENV,
     LiveCall,

@@ -19,7 +19,8 @@ from jupyter_air.workloads.schedules import (
     schedule_runs,
     set_paused,
 )
-from jupyter_air.workloads.spec import ScheduleSpec, SpecError, load_spec, load_spec_file
+from jupyter_air.workloads.spec import ScheduleSpec, SpecError
+from jupyter_air.workloads.spec_loading import load_spec, load_spec_file
 from jupyter_air.workloads.store import JobStore, Schedule
 
 T0 = 1_800_000_000  # a whole hour (and a multiple of 10 minutes), UTC

@@ -11,7 +11,7 @@ import pytest
 
 MODULES = [
     "jupyter_air",
-    "jupyter_air.ipython",
+    "jupyter_air.notebook.ipython",
     "jupyter_air.server.app",
     "jupyter_air.tracking",
     "jupyter_air.tracking.context",

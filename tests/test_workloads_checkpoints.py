@@ -22,7 +22,7 @@ from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
 from jupyter_air.workloads.paths import checkpoint_home
-from jupyter_air.workloads.spec import load_spec
+from jupyter_air.workloads.spec_loading import load_spec
 from jupyter_air.workloads.store import JobStore
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -21,7 +21,7 @@ from jupyter_air.tracking.naming import TAG_ATTEMPT, TAG_JOB
 from jupyter_air.workloads.connection import Connection
 from jupyter_air.workloads.jobs import submit
 from jupyter_air.workloads.reconcile import reconcile
-from jupyter_air.workloads.spec import load_spec
+from jupyter_air.workloads.spec_loading import load_spec
 from jupyter_air.workloads.store import JobStore
 
 TICKER = """

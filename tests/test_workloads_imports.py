@@ -25,7 +25,7 @@ WORKLOADS = [
     "yaml_source",
 ]
 LOGS = ["capture", "filters", "follow", "levels", "logfile", "query", "scan"]
-BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_node"]
+BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_group", "ray_node"]
 MODULES = [
     "jupyter_air.workloads",
     *(f"jupyter_air.workloads.{name}" for name in WORKLOADS),
@@ -35,7 +35,7 @@ MODULES = [
     "jupyter_air.backends",
     *(f"jupyter_air.backends.{name}" for name in BACKENDS),
     "jupyter_air.cli",
-    "jupyter_air.magics",
+    "jupyter_air.notebook.magics",
 ]
 
 

@@ -20,7 +20,7 @@ from jupyter_air.tracking.experiments import ExperimentError
 from jupyter_air.workloads.capacity import GpuInventory, gpu_inventory
 from jupyter_air.workloads.jobs import cancel, get_job, submit
 from jupyter_air.workloads.paths import job_dir
-from jupyter_air.workloads.spec import load_spec
+from jupyter_air.workloads.spec_loading import load_spec
 from jupyter_air.workloads.store import JobStore
 from jupyter_air.workloads.supervisor import TAG_ATTEMPT, TAG_JOB
 

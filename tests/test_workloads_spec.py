@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_air.workloads.spec import SpecError, load_spec, load_spec_file
+from jupyter_air.workloads.spec import SpecError
+from jupyter_air.workloads.spec_loading import load_spec, load_spec_file
 
 EXAMPLE = """\
 experiment_name: my-training          # required: created, or runs appended to it

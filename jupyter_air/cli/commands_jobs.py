@@ -119,8 +119,8 @@ def _filters(given: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 # air get run --------------------------------------------------------------------------------
 def cmd_get(args: argparse.Namespace) -> int:
+    from ..workloads.overrides import recorded_overrides
     from ..workloads.snapshot import CodeRecord, code_text
-    from ..workloads.spec import recorded_overrides
     from ..workloads.views import compute_text, job_view
 
     store = open_store()

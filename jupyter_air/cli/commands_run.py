@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..workloads.jobs import submit
-    from ..workloads.spec import MAX_OVERRIDES, SpecError, load_spec_file, overrides_comment
+    from ..workloads.overrides import MAX_OVERRIDES, overrides_comment
+    from ..workloads.spec import SpecError
+    from ..workloads.spec_loading import load_spec_file
     from ..workloads.store import AlreadySubmitted
 
     if len(args.override) > MAX_OVERRIDES:

@@ -53,7 +53,8 @@ def _view(store: JobStore, schedule: Schedule, detail: bool = False) -> Schedule
 
 def _create(args: argparse.Namespace) -> int:
     from ..workloads.schedules import ScheduleError, create_schedule, schedule_settings
-    from ..workloads.spec import SpecError, load_spec_file
+    from ..workloads.spec import SpecError
+    from ..workloads.spec_loading import load_spec_file
     from ..workloads.store import ScheduleExists
 
     try:

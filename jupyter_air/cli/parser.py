@@ -12,7 +12,7 @@ from ..api.enums import JobStatus
 from ..tracking.sharing import PERMISSIONS
 
 if TYPE_CHECKING:
-    from ..workloads.spec import Override
+    from ..workloads.overrides import Override
 
 MAIN_HELP = """\
 examples:
@@ -401,7 +401,7 @@ def _whole(minimum: int) -> Callable[[str], int]:
 
 
 def _override(text: str) -> Override:
-    from ..workloads.spec import Override
+    from ..workloads.overrides import Override
 
     try:
         return Override.parse(text)

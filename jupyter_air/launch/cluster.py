@@ -35,7 +35,8 @@ from .processes import stop_signal_name
 from .rundir import record_stops
 
 if TYPE_CHECKING:
-    from ..backends.ray_backend import RayBackend, RayGroup
+    from ..backends.ray_backend import RayBackend
+    from ..backends.ray_group import RayGroup
 
 HOW_TO_CONNECT = (
     f"connect a Ray cluster: set RAY_ADDRESS (or c.JupyterAir.cluster / {CLUSTER}) to "
@@ -236,7 +237,7 @@ class ClusterLaunch(Launch):
         self.output = RankOutput(
             run_dir, self.plan.nproc, self.options.output, node_of=self._rank_node
         )
-        from ..backends.ray_backend import launch_shape
+        from ..backends.ray_group import launch_shape
 
         self.group = self.backend.start(launch, kept=kept_nodes().take(launch_shape(launch)))
         self.agent = _Nodes(self.group)  # type: ignore[assignment]

@@ -7,6 +7,7 @@ then). Importing this module imports neither torch nor mlflow.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 from collections.abc import Callable, Mapping
@@ -60,8 +61,8 @@ class DistributedFunction(Generic[R]):
 
     def with_options(self, **changes: Any) -> DistributedFunction[R]:
         """The same function with some options changed: ``train.with_options(gpus=1)``."""
-        current = {k: getattr(self.launch_options, k) for k in LaunchOptions.__dataclass_fields__}
-        return DistributedFunction(self.__wrapped__, _options(**{**current, **changes}))
+        changed = dataclasses.replace(self.launch_options, **changes)
+        return DistributedFunction(self.__wrapped__, _checked(changed))
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         if instance is None:
@@ -133,20 +134,9 @@ def distributed(
         kept for the next call of the same shape, which then starts at once; 0 releases them
         at the end of each call. None: ``JUPYTER_AIR_KEEP_NODES_S``, else 60.
     """
-    options = _options(
-        gpus=gpus,
-        nodes=nodes,
-        timeout=timeout,
-        env=env,
-        output=output,
-        run_name=run_name,
-        experiment=experiment,
-        mlflow=mlflow,
-        grace_period=grace_period,
-        remote=remote,
-        max_retries=max_retries,
-        keep_nodes=keep_nodes,
-    )
+    given = dict(locals())  # the options as given: LaunchOptions names and checks them
+    del given["fn"]
+    options = _checked(LaunchOptions(**given))
 
     def decorate(function: Callable[..., R]) -> DistributedFunction[R]:
         if not callable(function):
@@ -168,35 +158,24 @@ def _takes(function: DistributedFunction[Any], name: str) -> bool:
         return False
 
 
-def _options(
-    *,
-    gpus: int | None,
-    nodes: int,
-    timeout: float | None,
-    env: Mapping[str, str] | None,
-    output: str,
-    run_name: str | None,
-    experiment: str | None,
-    mlflow: bool,
-    grace_period: float,
-    remote: bool = False,
-    max_retries: int = 0,
-    keep_nodes: float | None = None,
-    resume: object = False,
-) -> LaunchOptions:
-    check_counts(gpus, nodes)
-    resume = check_resume(resume)
-    if resume is not False and remote:
+def _checked(given: LaunchOptions) -> LaunchOptions:
+    """``given`` (the options as a user wrote them) checked, each wrong one told in words, with
+    numbers and the environment in the types the launch reads."""
+    check_counts(given.gpus, given.nodes)
+    resume = check_resume(given.resume)
+    if resume is not False and given.remote:
         raise ValueError(
             "resume is for calls of the kernel: a job run (remote=True) resumes its retries "
             f"from ${CHECKPOINT_DIR.name} by itself (docs/checkpoints.md)"
         )
+    timeout, grace_period, keep_nodes = given.timeout, given.grace_period, given.keep_nodes
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise ValueError(f"timeout must be a number of seconds > 0, or None; got {timeout!r}")
     if isinstance(grace_period, bool) or not grace_period >= 0:
         raise ValueError(f"grace_period must be a number of seconds ≥ 0; got {grace_period!r}")
-    if not isinstance(remote, bool):
-        raise TypeError(f"remote must be True or False; got {remote!r}")
+    if not isinstance(given.remote, bool):
+        raise TypeError(f"remote must be True or False; got {given.remote!r}")
+    max_retries = given.max_retries
     if (
         isinstance(max_retries, bool)
         or not isinstance(max_retries, int)
@@ -205,7 +184,7 @@ def _options(
         raise ValueError(
             f"max_retries must be an integer from 0 to {MAX_RETRIES}; got {max_retries!r}"
         )
-    if max_retries and not remote:
+    if max_retries and not given.remote:
         raise ValueError("max_retries needs remote=True: a call of the kernel is not retried")
     if keep_nodes is not None and (
         isinstance(keep_nodes, bool)
@@ -216,24 +195,20 @@ def _options(
             f"keep_nodes must be a number of seconds from 0 to {MOST_KEEP_S:g}, or None; "
             f"got {keep_nodes!r}"
         )
-    if output not in OUTPUTS:
-        raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUTS))}; got {output!r}")
-    extra = dict(env or {})
+    if given.output not in OUTPUTS:
+        raise ValueError(
+            f"output must be one of {', '.join(map(repr, OUTPUTS))}; got {given.output!r}"
+        )
+    extra = dict(given.env or {})
     bad = [k for k, v in extra.items() if not isinstance(k, str) or not isinstance(v, str)]
     if bad:
         raise TypeError(f"env must map names to strings; not so for {', '.join(map(repr, bad))}")
-    return LaunchOptions(
-        gpus=gpus,
-        nodes=nodes,
+    return dataclasses.replace(
+        given,
         timeout=float(timeout) if timeout is not None else None,
         env=extra,
-        output=output,
-        run_name=run_name,
-        experiment=experiment,
-        mlflow=bool(mlflow),
+        mlflow=bool(given.mlflow),
         grace_period=float(grace_period),
-        remote=remote,
-        max_retries=max_retries,
         keep_nodes=float(keep_nodes) if keep_nodes is not None else None,
         resume=resume,
     )

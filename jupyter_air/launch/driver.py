@@ -38,7 +38,7 @@ from .processes import RankProcess, signal_group, signal_name, stop_signal_name
 from .rundir import RunDir, create_run_dir, record_stops
 
 if TYPE_CHECKING:
-    from ..live_widget import LiveCall
+    from ..notebook.live_widget import LiveCall
     from ..tracking.display import RunDisplay
     from ..tracking.runs import ManagedRun
     from .options import LaunchOptions
@@ -136,11 +136,11 @@ class Launch:
 
     def _start_live(self) -> None:
         """The status line, Cancel (an interrupt: the path of Ctrl-C) and the metrics chart in
-        place of the run card, where the frontend shows widgets (live_widget.py)."""
+        place of the run card, where the frontend shows widgets (notebook/live_widget.py)."""
         run = self.mlflow_run
         if run is None:
             return
-        from ..live_widget import start_live
+        from ..notebook.live_widget import start_live
 
         self.live = start_live(
             self._display,

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from ..config import KEEP_NODES_S
 
 if TYPE_CHECKING:
-    from ..backends.ray_backend import Placed, RayBackend
+    from ..backends.ray_backend import RayBackend
+    from ..backends.ray_group import Placed
 
 WATCH_S = 0.5  # how often what is kept looks for a demand waiting on the cluster
 WATCH_GRACE_S = 2.0

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class LaunchOptions:
-    """What ``@distributed(...)`` was given (see decorator.distributed)."""
+    """What ``@distributed(...)`` was given (see decorator.distributed). The options are declared
+    here: the decorator's signature and help name each one with the same default (a test holds
+    them to it), and ``decorator._checked`` checks them."""
 
     gpus: int | None = None
     nodes: int = 1

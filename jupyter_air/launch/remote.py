@@ -124,7 +124,7 @@ def _notebook_experiment() -> str:
 def run_remote(name: str, options: LaunchOptions, payload: bytes, max_retries: int) -> list[Any]:
     """Submit the call and follow it in the cell: its results, or the failing rank's error."""
     __tracebackhide__ = True
-    from ..magics import _show_job, _stream
+    from ..notebook.magics import _show_job, _stream
     from ..workloads.jobs import cancel, open_store
 
     job = submit_call(name, options, payload, max_retries=max_retries)

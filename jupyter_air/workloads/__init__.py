@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from ..logs.scan import LogLine
     from .jobs import cancel, get_job, list_jobs, open_store, refresh, submit
     from .retention import purge_logs
-    from .spec import SpecError, WorkloadSpec, load_spec, load_spec_file
+    from .spec import SpecError, WorkloadSpec
+    from .spec_loading import load_spec, load_spec_file
     from .store import Attempt, JobNotFound, JobRun, JobStore
     from .views import job_json
 
@@ -47,8 +48,8 @@ _EXPORTS = {
     "purge_logs": "retention",
     "SpecError": "spec",
     "WorkloadSpec": "spec",
-    "load_spec": "spec",
-    "load_spec_file": "spec",
+    "load_spec": "spec_loading",
+    "load_spec_file": "spec_loading",
     "Attempt": "store",
     "JobNotFound": "store",
     "JobRun": "store",

@@ -286,7 +286,7 @@ class Scheduler:
         """The schedule's workload as a job run, through ``jobs.submit`` (the file as it was
         when the schedule was made, validated again)."""
         from .jobs import submit
-        from .spec import load_spec
+        from .spec_loading import load_spec
 
         base = Path(schedule.spec_path).parent if schedule.spec_path else None
         spec = load_spec(schedule.spec_yaml, base_dir=base, source=schedule.spec_path)

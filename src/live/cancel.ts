@@ -1,5 +1,5 @@
 /**
- * The Cancel button of a running call's live widget (jupyter_air/live_widget.py).
+ * The Cancel button of a running call's live widget (jupyter_air/notebook/live_widget.py).
  *
  * The widget's view dispatches a `jupyter-air-live-cancel` DOM event with what to cancel; this
  * module does it the way the rest of JupyterLab would: a call of the kernel is stopped by

@@ -1,5 +1,5 @@
 /**
- * The live widget of a running `.distributed()` call (jupyter_air/live_widget.py) in a real
+ * The live widget of a running `.distributed()` call (jupyter_air/notebook/live_widget.py) in a real
  * notebook: 2 CPU ranks (gloo) where rank 0 logs `train_loss` by step. While the call runs the
  * cell shows a status line whose step count rises and a chart with points; the run card is what
  * remains once it ended (the training runs until the test has seen all that: it stops when the

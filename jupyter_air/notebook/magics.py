@@ -19,10 +19,10 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .config import BASE_URL, SERVER_URL
+from ..config import BASE_URL, SERVER_URL
 
 if TYPE_CHECKING:
-    from .workloads.store import JobRun, JobStore
+    from ..workloads.store import JobRun, JobStore
 
 MAGIC_NAME = "air_run"
 
@@ -108,12 +108,12 @@ def _usage(problem: str) -> None:
 
 # submitting ---------------------------------------------------------------------------------
 def _run_cell(cell: str, args: argparse.Namespace) -> None:
-    from .private import private_folder
-    from .tracking.context import kernel_context
-    from .workloads.capacity import gpu_inventory
-    from .workloads.jobs import open_store
-    from .workloads.paths import job_dir, new_job_id
-    from .workloads.spec import Compute, WorkloadSpec
+    from ..private import private_folder
+    from ..tracking.context import kernel_context
+    from ..workloads.capacity import gpu_inventory
+    from ..workloads.jobs import open_store
+    from ..workloads.paths import job_dir, new_job_id
+    from ..workloads.spec import Compute, WorkloadSpec
 
     store = open_store()
     context = kernel_context()
@@ -162,15 +162,16 @@ def _run_cell(cell: str, args: argparse.Namespace) -> None:
 
 
 def _run_file(path: str) -> None:
-    from .workloads.jobs import open_store
-    from .workloads.spec import SpecError, load_spec_file
+    from ..workloads.jobs import open_store
+    from ..workloads.spec import SpecError
+    from ..workloads.spec_loading import load_spec_file
 
     try:
         spec, text = load_spec_file(path)
     except SpecError as error:
         raise AirRunError(str(error)) from None
     store = open_store()
-    from .tracking.context import kernel_context
+    from ..tracking.context import kernel_context
 
     job = _submit(
         store,
@@ -185,12 +186,12 @@ def _run_file(path: str) -> None:
 
 
 def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
-    from .backends.base import CapacityError
-    from .tracking.experiments import ExperimentError
-    from .tracking.identity import CredentialsError
-    from .tracking.readiness import TrackingServerNotReady
-    from .workloads.connection import NoTrackingServer
-    from .workloads.jobs import submit
+    from ..backends.base import CapacityError
+    from ..tracking.experiments import ExperimentError
+    from ..tracking.identity import CredentialsError
+    from ..tracking.readiness import TrackingServerNotReady
+    from ..workloads.connection import NoTrackingServer
+    from ..workloads.jobs import submit
 
     try:
         return submit(
@@ -212,16 +213,16 @@ def _submit(store: JobStore, spec: Any, **kwargs: Any) -> JobRun:
 
 def _notebook_experiment() -> str:
     """The experiment runs of this notebook go to (docs/mlflow.md), created if missing."""
-    from .tracking.experiments import resolve_experiment
+    from ..tracking.experiments import resolve_experiment
 
     return resolve_experiment().name
 
 
 # following ----------------------------------------------------------------------------------
 def _watch(store: JobStore, job: JobRun) -> None:
-    from .api.enums import JobStatus
-    from .rendering import outcome_text
-    from .workloads.jobs import cancel
+    from ..api.enums import JobStatus
+    from ..rendering import outcome_text
+    from ..workloads.jobs import cancel
 
     _show_job(job)
     try:
@@ -240,10 +241,10 @@ def _watch(store: JobStore, job: JobRun) -> None:
 
 
 def _stream(store: JobStore, job: JobRun) -> JobRun:
-    from .api.enums import JobStatus
+    from ..api.enums import JobStatus
+    from ..logs.follow import AttemptEnded, AttemptStarted, JobEnded, follow
+    from ..logs.scan import LogLine
     from .live_widget import LiveCall, start_live
-    from .logs.follow import AttemptEnded, AttemptStarted, JobEnded, follow
-    from .logs.scan import LogLine
 
     nodes = list(range(job.num_nodes))
     prefix = len(nodes) > 1
@@ -334,7 +335,7 @@ def _show_run(job: JobRun, attempt: Any, shown: Any) -> Any:
     try:
         from mlflow.tracking import MlflowClient
 
-        from .tracking.display import RunDisplay, run_payload
+        from ..tracking.display import RunDisplay, run_payload
 
         client = MlflowClient(tracking_uri=job.tracking_uri)
         run = client.get_run(attempt.mlflow_run_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tracking.notebook_runs import NotebookRuns
+from ..tracking.notebook_runs import NotebookRuns
 
 _installed: dict[int, NotebookRuns] = {}  # id(shell) → what was installed into it
 

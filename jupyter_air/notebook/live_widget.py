@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import WIDGETS
-from .rendering import seconds_text
+from ..config import WIDGETS
+from ..rendering import seconds_text
 
 WIDGETS_ENV = WIDGETS.name
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"

@@ -1,0 +1,390 @@
+"""One attempt on Ray nodes, once placed: its commands started on every node (the code snapshot
+sent where it is missing, the embedded MLflow server relayed to nodes on other hosts), then
+watched tick by tick (exit codes, new log lines, a node lost), its folders brought home, its
+metrics, and its stop; ``Placed`` is what a caller may keep for the next attempt of the same
+shape. ``ray_backend.py`` places the nodes and says how this is watched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import RAY_LOST_S
+from .base import GroupLaunch, Metrics, NodeInfo, NodeState
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT_S = 10.0
+SIGNAL_CONFIRM_S = 5.0
+
+
+def launch_shape(launch: GroupLaunch) -> tuple[int, int, bool]:
+    """What a placement fits: the node count and each node's bundle."""
+    return launch.num_nodes, launch.accelerators, launch.uses_gpus
+
+
+@dataclass
+class Placed:
+    """An attempt's placement group and its nodes' actors, one per bundle."""
+
+    placement: Any
+    actors: list[Any]
+    shape: tuple[int, int, bool]
+
+    def release(self) -> None:
+        """Kill the actors and remove the placement group (what they held is free again)."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        try:
+            remove_placement_group(self.placement)
+        except Exception as error:
+            log.warning("could not remove the placement group: %s", error)
+
+
+class RayGroup:
+    backend = "ray"
+
+    def __init__(self, launch: GroupLaunch, placement: Any, actors: list[Any]) -> None:
+        self.launch = launch
+        self.placement = placement
+        self.actors = actors
+        self.nodes: list[NodeInfo] = []
+        self.offsets = [0 for _ in actors]
+        self.lost: dict[int, str] = {}  # node → why
+        self.codes: dict[int, int] = {}  # node → exit code (negative: signal)
+        self.signalled: dict[int, float] = {}  # node → when its end by a signal was first seen
+        self.lost_s = RAY_LOST_S.get()
+        self._answered = time.monotonic()
+        self._metrics = False
+        self.shipped: dict[int, int] = {}  # node → bytes of code sent to it for this attempt
+        self.relay: Any = None  # the embedded MLflow server offered to remote nodes
+
+    # start -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        import ray
+
+        where = ray.get([a.where.remote() for a in self.actors], timeout=120)
+        code = self._ship_code(where)
+        tracking = self._tracking_for([place["ip"] for place in where])
+        master_addr = where[0]["ip"]
+        master_port = ray.get(self.actors[0].free_port.remote(), timeout=CALL_TIMEOUT_S)
+        starts = []
+        for actor, node, place in zip(self.actors, self.launch.nodes, where, strict=True):
+            starts.append(
+                actor.start.remote(
+                    node.argv,
+                    {**node.env, **tracking},
+                    node.cwd,
+                    num_nodes=self.launch.num_nodes,
+                    master_addr=master_addr,
+                    master_port=master_port,
+                    gpus=place["gpus"],
+                    files=dict(node.files),
+                    code=code,
+                )
+            )
+        started = ray.get(starts, timeout=120)
+        for node, place, proc in zip(self.launch.nodes, where, started, strict=True):
+            self.nodes.append(
+                NodeInfo(
+                    node.node,
+                    host=place["ip"],
+                    pid=proc["pid"],
+                    started=proc["started"],
+                    gpus=place["gpus"],
+                    machine=place["node_id"],
+                )
+            )
+        self._answered = time.monotonic()
+
+    def _tracking_for(self, ips: list[str]) -> dict[str, str]:
+        """The tracking URI the nodes use instead of the launch's (none: the same): the embedded
+        server on this machine's loopback is relayed on this host's address toward the cluster
+        (the IP its Ray node has) when a node is on another host. Its token is already in the
+        nodes' environment; the relay ends with the attempt (``close``)."""
+        uri = next((n.env.get("MLFLOW_TRACKING_URI") for n in self.launch.nodes), None)
+        if self.relay is not None:
+            return {"MLFLOW_TRACKING_URI": self.relay.url}
+        if not self.launch.relay_tracking or not uri:
+            return {}
+        import urllib.parse
+
+        import ray
+
+        from ..mlflow_server.relay import Relay
+        from ..tracking.links import is_loopback_http
+
+        here = ray.util.get_node_ip_address()
+        port = urllib.parse.urlparse(uri).port
+        if not is_loopback_http(uri) or port is None or all(ip == here for ip in ips):
+            return {}
+        self.relay = Relay(here, port).start()
+        log.info("MLflow server offered to the nodes at %s", self.relay.url)
+        return {"MLFLOW_TRACKING_URI": self.relay.url}
+
+    def _ship_code(self, where: list[dict[str, Any]]) -> str | None:
+        """The attempt's code snapshot onto every node that does not have it yet (through Ray's
+        object store: no shared folder); its digest. Each node keeps what it was sent, so the
+        same code crosses once per node."""
+        code = self.launch.code
+        if code is None:
+            return None
+        import ray
+
+        from ..rendering import size_text
+        from .code_shipping import pack_snapshot, snapshot_digest
+
+        digest = snapshot_digest(code)
+        have = ray.get([a.has_code.remote(digest) for a in self.actors], timeout=CALL_TIMEOUT_S)
+        missing = [i for i, there in enumerate(have) if not there]
+        self.shipped = dict.fromkeys(range(len(self.actors)), 0)
+        if missing:
+            packed = ray.put(pack_snapshot(code))
+            sent = ray.get(
+                [self.actors[i].receive_code.remote(digest, packed) for i in missing], timeout=600
+            )
+            self.shipped.update(zip(missing, sent, strict=True))
+        log.info(
+            "code snapshot %s: %s",
+            digest[:12],
+            "; ".join(
+                f"node {i} (host {place['ip']}): "
+                + (f"{size_text(self.shipped[i])} sent" if i in missing else "already there")
+                for i, place in enumerate(where)
+            ),
+        )
+        return digest
+
+    # watching ----------------------------------------------------------------------------------
+    def _node_lost(self, index: int) -> str | None:
+        """Why node ``index`` is lost ("node 1 (host …, Ray node …) was lost") when Ray counts its
+        Ray node dead; None while it counts it alive, or cannot tell (the connection check
+        decides then)."""
+        import ray
+
+        info = self.nodes[index] if index < len(self.nodes) else None
+        if info is None or not info.machine:
+            return None
+        try:
+            alive = any(n["NodeID"] == info.machine and n.get("Alive") for n in ray.nodes())
+        except Exception:
+            return None
+        if alive:
+            return None
+        return f"node {index} (host {info.host}, Ray node {info.machine[:8]}) was lost"
+
+    def _lost_reason(self, index: int, error: BaseException) -> str | None:
+        """Why node ``index`` is gone, or None when its Ray node still lives (a passing error)."""
+        import ray
+
+        lost = self._node_lost(index)
+        if lost is not None:
+            return lost
+        info = self.nodes[index] if index < len(self.nodes) else None
+        host = info.host if info else "?"
+        if isinstance(error, ray.exceptions.ActorDiedError):
+            return f"node {index} (host {host}): its jupyter-air actor died ({first_line(error)})"
+        return None
+
+    def _ask(self, final: bool) -> None:
+        """One round: every live node's exit code and new log lines."""
+        import ray
+
+        pending = {}
+        for index, actor in enumerate(self.actors):
+            if index in self.lost or (index in self.codes and not final):
+                continue
+            pending[index] = actor.tick.remote(self.offsets[index])
+        if not pending:
+            return
+        refs = list(pending.values())
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CALL_TIMEOUT_S)
+        answered = False
+        for index, ref in pending.items():
+            if ref not in ready:
+                continue
+            try:
+                code, data = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
+                reason = self._lost_reason(index, error)
+                if reason is not None:
+                    self.lost[index] = reason
+                    log.warning("%s", reason)
+                continue
+            answered = True
+            if data:
+                self.launch.nodes[index].writer.append_raw(data)
+                self.offsets[index] += len(data)
+            if code is not None and index not in self.codes:
+                self.codes[index] = code
+        if answered:
+            self._answered = time.monotonic()
+
+    def poll(self) -> list[NodeState]:
+        self._ask(final=False)
+        states = []
+        for index in range(len(self.actors)):
+            if index in self.lost:
+                states.append(NodeState(index, lost=self.lost[index]))
+            elif index in self.codes and self.codes[index] >= 0:
+                states.append(NodeState(index, exit_code=self.codes[index]))
+            elif index in self.codes:
+                states.append(self._signalled_state(index, -self.codes[index]))
+            else:
+                states.append(NodeState(index))
+        if time.monotonic() - self._answered > self.lost_s:
+            for state in states:
+                if state.running:
+                    state.lost = (
+                        f"no answer from the Ray cluster at {os.environ.get('RAY_ADDRESS', '?')} "
+                        f"for {self.lost_s:.0f} s (node {state.node})"
+                    )
+        return states
+
+    def _signalled_state(self, index: int, signum: int) -> NodeState:
+        """Node ``index``'s command was killed by ``signum``: lost if its Ray node is gone,
+        still running while that is undecided, else killed by the signal."""
+        seen = self.signalled.setdefault(index, time.monotonic())
+        lost = self._node_lost(index)
+        if lost is not None:
+            self.lost[index] = lost
+            log.warning("%s", lost)
+            return NodeState(index, lost=lost)
+        if time.monotonic() - seen < SIGNAL_CONFIRM_S:
+            return NodeState(index)
+        return NodeState(index, signal=signum)
+
+    def sync_logs(self, *, final: bool = False) -> None:
+        """Bring the new lines home; ``final``: everything, once the commands ended."""
+        if not final:
+            return  # poll() brings them at every tick
+        import ray
+
+        live = [i for i in range(len(self.actors)) if i not in self.lost]
+        if live:
+            refs = [self.actors[i].finish_capture.remote() for i in live]
+            ray.wait(refs, num_returns=len(refs), timeout=15)
+        for _ in range(1000):  # until every live node has nothing more
+            before = list(self.offsets)
+            self._ask(final=True)
+            if self.offsets == before:
+                break
+        for index in live:
+            folder = self.launch.nodes[index].folder
+            if folder is not None:
+                self._bring_back(index, Path(folder))
+
+    def _bring_back(self, index: int, folder: Path) -> None:
+        """Node ``index``'s folder, as its command left it, into ``folder`` on this machine (a
+        file the node cannot give is left out; the results read from it say what is missing)."""
+        import ray
+
+        seen: dict[str, int] = {}
+        for _ in range(10_000):  # READ_LIMIT bytes a round; bounded
+            try:
+                changed = ray.get(self.actors[index].read_files.remote(seen), timeout=60)
+            except Exception as error:
+                log.warning("node %d: its folder could not be brought back: %s", index, error)
+                return
+            if not changed:
+                return
+            for name, (data, _size) in changed.items():
+                target = folder / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "ab" if seen.get(name) else "wb") as file:
+                    file.write(data)
+                seen[name] = seen.get(name, 0) + len(data)
+
+    # metrics -----------------------------------------------------------------------------------
+    def start_metrics(self, metrics: Metrics) -> Metrics:
+        import ray
+
+        tracking = {**metrics.tracking_env, **self._tracking_for([n.host for n in self.nodes])}
+        refs = {
+            info.node: actor.start_metrics.remote(
+                metrics.run_id, tracking, metrics.interval_s, info.gpus
+            )
+            for actor, info in zip(self.actors, self.nodes, strict=True)
+        }
+        for node, ref in refs.items():
+            try:
+                metrics.summaries[node] = ray.get(ref, timeout=60)
+            except Exception as error:
+                log.warning("system metrics of node %d are off: %s", node, error)
+        self._metrics = True
+        return metrics
+
+    def finish_metrics(self) -> None:
+        if not self._metrics:
+            return
+        self._metrics = False
+        _wait_all([a.finish_metrics.remote() for a in self._live()], 60)
+
+    # stopping ----------------------------------------------------------------------------------
+    def _live(self) -> list[Any]:
+        return [a for i, a in enumerate(self.actors) if i not in self.lost]
+
+    def stop(self, grace_s: float) -> None:
+
+        _wait_all([a.stop.remote(grace_s) for a in self._live()], grace_s + 30)
+
+    def leftovers(self, grace_s: float) -> list[str]:
+        import ray
+
+        found = []
+        for index, actor in enumerate(self.actors):
+            if index in self.lost:
+                continue
+            try:
+                pids = ray.get(actor.leftovers.remote(grace_s), timeout=grace_s + 30)
+            except Exception as error:
+                found.append(f"node {index}: could not check ({first_line(error)})")
+                continue
+            host = self.nodes[index].host if index < len(self.nodes) else "?"
+            found.extend(f"pid {pid} on node {index} (host {host})" for pid in pids)
+        return found
+
+    @property
+    def placed(self) -> Placed:
+        return Placed(self.placement, self.actors, launch_shape(self.launch))
+
+    @property
+    def reusable(self) -> bool:
+        """Whether the nodes can serve another attempt: every command ended on its own, no node
+        lost."""
+        return not self.lost and len(self.codes) == len(self.actors)
+
+    def close(self, *, keep: bool = False) -> None:
+        """Tidy every node (its folder, its log); then release the actors and the placement
+        group, or with ``keep`` leave them to the caller (``placed``)."""
+        _wait_all([a.close.remote() for a in self._live()], 30)
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+        if not keep:
+            self.placed.release()
+
+
+def _wait_all(refs: list[Any], timeout_s: float) -> None:
+    """Wait for every call (errors included: an actor that died) up to ``timeout_s``."""
+    if not refs:
+        return
+    import ray
+
+    ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line, short enough for a log line or a message."""
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__
