@@ -3,6 +3,9 @@
  * ffmpeg), and a JupyterLab started on simulated GPUs.
  */
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 
 const port = process.env.AIR_UI_PORT || '8911';
 // server logs go to files (printed by scripts/test.sh when a test fails), not into the test output
@@ -13,8 +16,15 @@ const prefixPort = process.env.AIR_UI_PREFIX_PORT || '8912';
 const nodesPort = process.env.AIR_UI_NODES_PORT || String(Number(port) + 3);
 const chromium = process.env.AIR_CHROMIUM || '/usr/bin/chromium';
 
+// one folder for the files the tests write (jobs' scripts, YAML), outside any git repository (a
+// job's snapshot is what git would commit); the workers inherit it, the teardown removes it
+process.env.AIR_UI_SCRATCH ||= fs.mkdtempSync(
+  path.join(os.tmpdir(), 'air-ui-')
+);
+
 module.exports = {
   ...baseConfig,
+  globalTeardown: require.resolve('./scratch-teardown.js'),
   testDir: './tests',
   // two specs at a time against the same servers: every spec makes its own notebooks, jobs and
   // experiments and looks for those only (AIR_UI_WORKERS=1 runs them one by one)

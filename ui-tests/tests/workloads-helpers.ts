@@ -72,15 +72,11 @@ export interface ISubmitted {
 }
 
 /**
- * A new empty folder for a test's files, under `.jupyter-test/scratch` (which `make test`
- * empties before the browser tests) rather than the machine's /tmp, which nothing empties.
+ * A new empty folder for a test's files, in the run's scratch folder (playwright.config.js:
+ * outside any git repository, removed at the end of the run).
  */
 export function scratchDir(prefix = 'air-ui-'): string {
-  const root = path.resolve(
-    process.env.AIR_UI_LOG_DIR || '../.jupyter-test',
-    'scratch'
-  );
-  fs.mkdirSync(root, { recursive: true });
+  const root = process.env.AIR_UI_SCRATCH || os.tmpdir();
   return fs.mkdtempSync(path.join(root, prefix));
 }
 
