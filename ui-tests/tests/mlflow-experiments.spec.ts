@@ -306,13 +306,26 @@ test.describe('Experiments panel polling, on the page clock', () => {
     page,
     tmpPath
   }) => {
+    let answered = 0; // runs queries whose answer reached the page
+    page.on('requestfinished', request => {
+      if (/\/air\/api\/runs\?/.test(request.url())) {
+        answered++;
+      }
+    });
     const { queries } = await showNotebookA(page, tmpPath);
     await expect(page.locator(`${PANEL} .jp-air-exp-run`)).toHaveCount(4);
-    // one query more with each 5 s of the page's time
+    // one query more with each 5 s of the page's time (30 s when no run is running). The next
+    // poll's timer is set once the last answer was handled: the page's time jumps only after
+    // that, else the jump would come before the timer (as it did on a loaded machine)
     for (let poll = 1; poll <= 2; poll++) {
+      await expect.poll(() => answered).toBe(queries.length);
+      await page.evaluate(() => new Promise(resolve => setTimeout(resolve, 0)));
       const before = queries.length;
       await page.clock.fastForward(5_000);
-      await expect.poll(() => queries.length).toBeGreaterThan(before);
+      // within 10 s of the page's clock (which goes on as it runs): the 5 s cadence, not 30 s
+      await expect
+        .poll(() => queries.length, { timeout: 10_000 })
+        .toBeGreaterThan(before);
     }
 
     await page
