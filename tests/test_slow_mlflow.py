@@ -117,15 +117,19 @@ async def test_a_slow_mlflow_does_not_starve_the_gpu_and_workloads_endpoints(
     ]
     await asyncio.sleep(1.0)  # every runs request is waiting on MLflow now
     gpu_s, workloads_s = [], []
-    for _ in range(3):
+    answered_while_waiting = 0  # answers that came while every runs request still waited
+    for _ in range(3):  # a loaded machine may end the runs requests' 10 s before round 3
         for path, seconds in (("air/api/gpu", gpu_s), ("air/api/workloads", workloads_s)):
             seconds.append(await timed_get(jp_http_port, jp_base_url + path, jp_auth_header))
+            answered_while_waiting += not any(r.done() for r in runs)
+        if any(r.done() for r in runs):
+            break
         await asyncio.sleep(0.1)
     # starved, they would wait as long as the runs requests (10 s, the MLflow timeout); a
     # loaded machine may take a second or two, never that
     assert max(gpu_s) < 4.0, gpu_s
     assert max(workloads_s) < 4.0, workloads_s
-    assert not any(r.done() for r in runs), "the runs requests should still be waiting"
+    assert answered_while_waiting >= 2, "the first GPU and workloads answers came after the runs"
 
     answers = [json.loads(r.body) for r in await asyncio.gather(*runs)]
     browser.close()
