@@ -41,6 +41,7 @@ def pid_alive(pid: int) -> bool:
 # and two times are the same process within SAME_PROCESS_S: a clock stepped since the record by
 # less than that passes, and a pid reused within it would need the pid space to wrap in seconds.
 SAME_PROCESS_S = 5.0
+KILLED = -signal.SIGKILL  # how a process that SIGKILL ended reports (Popen.returncode)
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 

@@ -18,10 +18,9 @@ LONG_MODULES_TO_SPLIT: set[str] = set()
 # logs/ modules that still read a job run through workloads/ (its log paths, its supervisor's
 # liveness): they sit above the rest of logs/, which backends/ use.
 LOGS_READING_JOBS = {"jupyter_air.logs.follow", "jupyter_air.logs.query"}
-# SIGKILL is sent by the process layer (pids.py) and by the node keeper, which takes its whole
-# group with it when the command it waits for is gone; a rank's own last resort (it dies with
+# SIGKILL is sent by the process layer (pids.py) alone; a rank's own last resort (it dies with
 # its agent: launch/worker.py) does not count.
-SIGKILL_AT_MOST = 2
+SIGKILL_AT_MOST = 1
 SIGKILL_OWN_LAST_RESORT = {"jupyter_air.launch.worker"}
 ENV_NAMES_AT_MOST = 5
 

@@ -18,7 +18,6 @@ to stop the node) stops the keeper with it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -53,7 +52,7 @@ class KeptProcess:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        from ..pids import group_alive
+        from ..pids import KILLED, group_alive
 
         if self.returncode is not None:
             return self.returncode
@@ -64,7 +63,7 @@ class KeptProcess:
         except (OSError, ValueError, KeyError, TypeError):
             pass
         if self.process.returncode is not None and not group_alive(self.pid):
-            self.returncode = -signal.SIGKILL
+            self.returncode = KILLED
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -103,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
             _write(args.status, code)
             return 0
         if not _alive(args.owner, args.started):
+            from ..pids import KILLED, kill_group
+
             _stop_everything(child)
             ended = child.poll()
-            _write(args.status, ended if ended is not None else -signal.SIGKILL)
-            os.killpg(0, signal.SIGKILL)  # what is left of the group, the keeper with it
+            _write(args.status, ended if ended is not None else KILLED)
+            kill_group(os.getpgid(0))  # what is left of the group, the keeper with it
             return 1
         time.sleep(0.2)
 
@@ -133,7 +134,6 @@ def _stop_everything(child: subprocess.Popen[bytes]) -> None:
     left after the grace period."""
     import psutil
 
-    grace = KILL_GRACE_S.get()
     me = psutil.Process()
     group = os.environ.get(GROUP_ENV)
     targets = set(me.children(recursive=True))
@@ -144,14 +144,10 @@ def _stop_everything(child: subprocess.Popen[bytes]) -> None:
                     targets.add(process)
             except (psutil.Error, OSError):
                 continue
-    for process in targets:
-        with contextlib.suppress(psutil.Error):
-            process.terminate()
-    _, alive = psutil.wait_procs(list(targets), timeout=grace)
-    for process in alive:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(alive, timeout=5)
+    from ..pids import process_start_time, stop_processes
+
+    pids = [process.pid for process in targets]
+    stop_processes(pids, KILL_GRACE_S.get(), {pid: process_start_time(pid) for pid in pids})
 
 
 if __name__ == "__main__":

@@ -230,7 +230,9 @@ class WorkloadService:
         try:
             output, _ = await asyncio.wait_for(process.communicate(), timeout_s)
         except asyncio.TimeoutError:
-            process.kill()
+            from ..pids import kill_process
+
+            kill_process(process.pid)  # our child, not yet reaped: the pid is still its own
             await process.wait()
             output = b"(stopped: it took too long)"
         text = output.decode(errors="replace").strip().splitlines()
