@@ -188,9 +188,9 @@ def _end_orphaned_run(settings: dict[str, Any]) -> None:
     if not run_id:
         return
     try:
-        from mlflow.tracking import MlflowClient
+        from ..tracking.rest import client_for
 
-        client = MlflowClient(tracking_uri=uri)
+        client = client_for(uri or os.environ.get("MLFLOW_TRACKING_URI") or "")
         if client.get_run(run_id).info.status == "RUNNING":
             client.set_terminated(run_id, "KILLED")
     except Exception as error:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from .context import KernelContext, kernel_context
 from .naming import default_experiment_name
+from .rest import tracking_errors
 
 if TYPE_CHECKING:
     from mlflow.entities import Experiment
@@ -88,9 +89,6 @@ def get_or_create_experiment(
 ) -> Experiment:
     """The experiment called ``name``; created if missing, by one process only when several try
     at once (the others get the same one)."""
-    from mlflow.exceptions import MlflowException
-    from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
-
     client = client or _client()
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
@@ -98,8 +96,8 @@ def get_or_create_experiment(
             experiment_id = client.create_experiment(
                 name, artifact_location=artifact_location, tags=TRAINING_EXPERIMENT_TAGS
             )
-        except MlflowException as error:
-            if error.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+        except tracking_errors() as error:
+            if getattr(error, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
                 raise
             experiment = client.get_experiment_by_name(name)  # another process created it
             if experiment is None:  # created then deleted for good in between: very unlikely
@@ -124,14 +122,13 @@ def check_experiment(
 
 
 def _get_by_id(client: MlflowClient, experiment_id: str) -> Experiment:
-    from mlflow.exceptions import MlflowException
-
     try:
         return client.get_experiment(experiment_id)
-    except MlflowException as error:
+    except tracking_errors() as error:
+        said = getattr(error, "message", error)
         raise ExperimentError(
             f"Experiment {experiment_id} (MLFLOW_EXPERIMENT_ID or mlflow.set_experiment) does "
-            f"not exist on the tracking server {client.tracking_uri}: {error.message}"
+            f"not exist on the tracking server {client.tracking_uri}: {said}"
         ) from error
 
 

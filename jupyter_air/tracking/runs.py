@@ -88,6 +88,7 @@ class ManagedRun:
         node_id: str = "node_0",
         sampling_interval_s: float | None = None,
         tracking_uri: str | None = None,
+        client: Any = None,
         wait_timeout_s: float = 180.0,
     ) -> ManagedRun:
         """Create (or resume) the run of one launch and start its system metrics.
@@ -97,13 +98,17 @@ class ManagedRun:
         ``run_id``: resume this run; else ``MLFLOW_RUN_ID`` unless ``resume_from_env=False``.
         ``nested``: become a child of this process's active fluent run, if there is one.
         ``tags``: extra tags; they win over ours.
+        ``client``: the tracking client to use (``rest.client_for``), else MLflow's, for
+        ``tracking_uri`` or MLflow's current tracking URI.
         """
-        import mlflow
+        if client is None:
+            import mlflow
 
-        uri = tracking_uri or mlflow.get_tracking_uri()
+            uri = tracking_uri or mlflow.get_tracking_uri()
+            client = mlflow.MlflowClient(tracking_uri=uri)
+        uri = client.tracking_uri
         context = kernel_context()
         wait_until_answering(uri, context, wait_timeout_s)
-        client = mlflow.MlflowClient(tracking_uri=uri)
         resume_id = run_id or (os.environ.get("MLFLOW_RUN_ID") if resume_from_env else None)
         if resume_id:
             run = _resume(client, resume_id)
@@ -113,7 +118,7 @@ class ManagedRun:
             _set_tags(client, run.info.run_id, {**missing, **dict(tags or {})})
             resumed = True
         else:
-            parent = mlflow.active_run() if nested else None
+            parent = _active_run() if nested else None
             if parent is not None and experiment is None:
                 experiment_id = parent.info.experiment_id
                 experiment_name = client.get_experiment(experiment_id).name
@@ -307,6 +312,13 @@ def _set_tags(client: MlflowClient, run_id: str, tags: Mapping[str, Any]) -> Non
     from mlflow.entities import RunTag
 
     client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+
+def _active_run() -> Any:
+    """This process's active fluent run (``with mlflow.start_run()``): none when it never
+    imported mlflow (nothing is imported for this)."""
+    mlflow = sys.modules.get("mlflow")
+    return mlflow.active_run() if mlflow is not None else None
 
 
 def _track(run: ManagedRun) -> None:

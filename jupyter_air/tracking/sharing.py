@@ -12,15 +12,12 @@ sentence (``ShareError``). Blocking: run it off an event loop.
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
 from .identity import Credentials, refused_message, user_credentials
 from .links import redacted
+from .rest import Answer, RestClient, RestError
 
 PERMISSIONS = ("READ", "EDIT", "MANAGE")
 GRANT = "api/3.0/mlflow/users/permissions/grant"
@@ -46,20 +43,6 @@ class Shared:
     username: str
     permission: str
     replaced: bool  # the user had another permission on it before
-
-
-@dataclass
-class _Answer:
-    status: int
-    body: dict[str, Any]
-
-    @property
-    def code(self) -> str:
-        return str(self.body.get("error_code") or "")
-
-    @property
-    def message(self) -> str:
-        return str(self.body.get("message") or f"HTTP {self.status}")
 
 
 def share_experiment(
@@ -142,33 +125,22 @@ def _experiment(api: _Api, text: str) -> tuple[str, str]:
 
 class _Api:
     def __init__(self, tracking_uri: str, credentials: Credentials) -> None:
-        self.base = tracking_uri.rstrip("/") + "/"
-        self.shown = redacted(tracking_uri)
+        self.rest = RestClient(
+            tracking_uri, credentials=credentials, retries=0, timeout_s=TIMEOUT_S
+        )
+        self.shown = self.rest.shown
         self.credentials = credentials
 
-    def call(self, method: str, path: str, payload: dict[str, Any] | None = None) -> _Answer:
-        url = self.base + path
-        data = None
-        if payload is not None and method == "GET":
-            url += "?" + urllib.parse.urlencode(payload)
-        elif payload is not None:
-            data = json.dumps(payload).encode()
-        request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("Authorization", self.credentials.authorization())
-        request.add_header("Content-Type", "application/json")
+    def call(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Answer:
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                return _Answer(int(response.status), _json(response.read()))
-        except urllib.error.HTTPError as error:
-            answer = _Answer(int(error.code), _json(error.read()))
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            reason = getattr(error, "reason", None) or error
-            raise ShareError(f"MLflow at {self.shown} did not answer: {reason}", 502) from None
+            answer = self.rest.request(method, path, payload)
+        except RestError as error:
+            raise ShareError(error.message, 502) from None
         if answer.status == 401:
             raise ShareError(refused_message(self.shown, self.credentials.username), 401)
         return answer
 
-    def ok(self, answer: _Answer, experiment: str, username: str) -> None:
+    def ok(self, answer: Answer, experiment: str, username: str) -> None:
         if answer.status == 200:
             return
         if answer.code == "RESOURCE_DOES_NOT_EXIST":
@@ -181,11 +153,3 @@ class _Api:
                 403,
             )
         raise ShareError(f"MLflow at {self.shown} did not share {experiment!r}: {answer.message}")
-
-
-def _json(raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw or b"{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -1,10 +1,17 @@
-"""System metrics for a managed run: one MLflow ``SystemMetricsMonitor`` per node.
+"""System metrics for a managed run: this machine sampled every interval in a thread, the mean of
+each interval logged into the run as ``system/{node_id}/...`` at steps 0, 1, 2….
 
-Metrics are named ``system/{node_id}/...`` (CPU, memory, disk, network, and GPU where NVML works),
-which is what MLflow's System metrics tab shows. Three things MLflow's monitor leaves to us:
+The names and units are those of MLflow's own ``SystemMetricsMonitor`` (its System metrics tab
+shows them): ``cpu_utilization_percentage``, ``system_memory_usage_megabytes`` and ``_percentage``,
+``disk_usage_percentage``, ``disk_usage_megabytes``, ``disk_available_megabytes``,
+``network_receive_megabytes`` and ``network_transmit_megabytes`` (since the start), and per GPU
+``gpu_{i}_utilization_percentage``, ``_memory_usage_megabytes`` and ``_percentage``,
+``_power_usage_watts`` and ``_percentage``. It is sampled here rather than by MLflow's monitor
+because that one needs ``import mlflow`` (1.5 CPU s in every supervisor and node agent), and
+because of what MLflow's monitor leaves to its callers:
 
-- a run shorter than one sampling interval logs nothing (the monitor publishes only after a full
-  interval): at the end we publish what was sampled but not yet logged;
+- a run shorter than one sampling interval logs nothing there: here the last, partial interval
+  is logged at the end;
 - GPU metrics go missing silently without NVML (mlflow #7983): we say why in a run tag;
 - it records every GPU of the machine, while users want the ones in use (mlflow #13398): we keep
   those of ``CUDA_VISIBLE_DEVICES`` when it is set (numbered as CUDA numbers them).
@@ -15,43 +22,157 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+import threading
+import time
+from collections import defaultdict
+from typing import Any
 
-if TYPE_CHECKING:
-    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+from .rest import Metric, RestClient, client_for
 
 log = logging.getLogger(__name__)
 
 TAG_SYSTEM_METRICS = "jupyter_air.system_metrics"  # + ".{node_id}": what is recorded, or why not
+DEFAULT_INTERVAL_S = 10.0  # MLflow's
+PREFIX = "system/"
+MB = 1e6  # MLflow's megabytes
+
+
+class _Gpus:
+    """The NVML handles of the GPUs to record, read as MLflow's GPU monitor reads them."""
+
+    def __init__(self, visible: str | None) -> None:
+        import pynvml
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        selected = select_gpus(handles, visible)
+        self.handles = selected if selected is not None else handles
+        self.chosen = selected is not None
+
+    def sample(self, into: dict[str, list[float]]) -> None:
+        nvml = self.nvml
+        for i, handle in enumerate(self.handles):
+            with contextlib.suppress(nvml.NVMLError):
+                memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+                into[f"gpu_{i}_memory_usage_percentage"].append(memory.used / memory.total * 100)
+                into[f"gpu_{i}_memory_usage_megabytes"].append(memory.used / MB)
+            with contextlib.suppress(nvml.NVMLError):
+                rates = nvml.nvmlDeviceGetUtilizationRates(handle)
+                into[f"gpu_{i}_utilization_percentage"].append(float(rates.gpu))
+            with contextlib.suppress(nvml.NVMLError, ZeroDivisionError):
+                milliwatts = nvml.nvmlDeviceGetPowerUsage(handle)
+                limit = nvml.nvmlDeviceGetEnforcedPowerLimit(handle)
+                into[f"gpu_{i}_power_usage_watts"].append(milliwatts / 1000)
+                into[f"gpu_{i}_power_usage_percentage"].append(milliwatts / limit * 100)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.nvml.nvmlShutdown()
 
 
 class SystemMetrics:
-    """A started monitor for one node of one run; ``finish()`` stops it and logs the rest."""
+    """A started sampler for one node of one run; ``finish()`` stops it and logs the rest."""
 
-    def __init__(self, monitor: SystemMetricsMonitor, node_id: str, gpu_note: str) -> None:
-        self.monitor = monitor
+    def __init__(
+        self,
+        client: Any,
+        run_id: str,
+        node_id: str,
+        interval_s: float,
+        *,
+        first_step: int = 0,
+        gpus: _Gpus | None = None,
+        gpu_note: str = "",
+    ) -> None:
+        import psutil
+
+        self.client = client
+        self.run_id = run_id
         self.node_id = node_id
+        self.interval_s = interval_s
+        self.gpus = gpus
         self.gpu_note = gpu_note
+        self.step = first_step
+        self._psutil = psutil
+        self._samples: dict[str, list[float]] = defaultdict(list)
+        network = psutil.net_io_counters()
+        self._network_start = (network.bytes_recv, network.bytes_sent) if network else (0, 0)
+        psutil.cpu_percent()  # the first call only starts psutil's count
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="jupyter-air-metrics", daemon=True)
         self._finished = False
 
     @property
     def summary(self) -> str:
         return f"cpu, memory, disk, network; {self.gpu_note}"
 
+    def start(self) -> SystemMetrics:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+            try:
+                self.publish()
+            except Exception as error:  # the run may be gone: sampling stops, the job goes on
+                log.warning("jupyter-air: system metrics of run %s stop: %s", self.run_id, error)
+                return
+
+    def sample(self) -> None:
+        psutil, into = self._psutil, self._samples
+        with self._lock:
+            into["cpu_utilization_percentage"].append(psutil.cpu_percent())
+            memory = psutil.virtual_memory()
+            into["system_memory_usage_megabytes"].append(memory.used / MB)
+            into["system_memory_usage_percentage"].append(memory.used / memory.total * 100)
+            disk = psutil.disk_usage(os.sep)
+            into["disk_usage_percentage"].append(disk.percent)
+            into["disk_usage_megabytes"].append(disk.used / MB)
+            into["disk_available_megabytes"].append(disk.free / MB)
+            network = psutil.net_io_counters()
+            if network:
+                received, sent = self._network_start
+                into["network_receive_megabytes"] = [(network.bytes_recv - received) / MB]
+                into["network_transmit_megabytes"] = [(network.bytes_sent - sent) / MB]
+            if self.gpus is not None:
+                self.gpus.sample(into)
+
+    def publish(self) -> None:
+        """Log the mean of each metric sampled since the last call, at the next step."""
+        with self._lock:
+            samples, self._samples = self._samples, defaultdict(list)
+            if not samples:
+                return
+            step, self.step = self.step, self.step + 1
+        now = int(time.time() * 1000)
+        prefix = f"{PREFIX}{self.node_id}/"
+        metrics = [
+            Metric(prefix + name, round(sum(values) / len(values), 1), now, step)
+            for name, values in samples.items()
+            if values
+        ]
+        _log_metrics(self.client, self.run_id, metrics)
+
     def finish(self) -> None:
         """Stop sampling and log the samples of the last, partial interval. Idempotent."""
         if self._finished:
             return
         self._finished = True
-        monitor = self.monitor
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.interval_s + 30)
         try:
-            monitor.finish()  # stops and joins the thread, flushes what it had published
-            metrics = monitor.aggregate_metrics()
-            if metrics:
-                monitor.publish_metrics(metrics)
-                monitor.mlflow_logger.flush()
+            if self.step == 0 and not self._samples:  # shorter than one interval
+                self.sample()
+            self.publish()
         except Exception as error:  # metrics are a nice-to-have: never fail the run for them
             log.warning("jupyter-air: could not log the last system metrics: %s", error)
+        finally:
+            if self.gpus is not None:
+                self.gpus.close()
 
 
 def start_system_metrics(
@@ -68,37 +189,43 @@ def start_system_metrics(
     ``sampling_interval_s``: seconds between samples (MLflow's default, 10 s, when None).
     ``resume``: continue the steps of metrics the run already has.
     ``visible_gpus``: GPUs to record (``CUDA_VISIBLE_DEVICES`` syntax); default: that variable."""
-    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
-
-    monitor = SystemMetricsMonitor(
-        run_id, resume_logging=resume, node_id=node_id, tracking_uri=tracking_uri
-    )
-    # ours win over MLFLOW_SYSTEM_METRICS_NODE_ID / _SAMPLING_INTERVAL, which MLflow prefers
-    monitor.node_id = node_id
-    if sampling_interval_s is not None:
-        monitor.sampling_interval = sampling_interval_s
+    client = client_for(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "")
     visible = visible_gpus if visible_gpus is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
-    gpu_note = _gpu_note(monitor, visible)
-    monitor.start()
-    return SystemMetrics(monitor, node_id, gpu_note)
+    gpus: _Gpus | None = None
+    try:
+        gpus = _Gpus(visible)
+        count = len(gpus.handles)
+        which = " (CUDA_VISIBLE_DEVICES)" if gpus.chosen else ""
+        gpu_note = f"{count} GPU{'s' if count != 1 else ''}{which}"
+    except Exception:
+        gpu_note = f"no GPU metrics: {why_no_nvml()}"
+    interval = sampling_interval_s or DEFAULT_INTERVAL_S
+    first = _next_step(client, run_id, node_id) if resume else 0
+    metrics = SystemMetrics(
+        client, run_id, node_id, interval, first_step=first, gpus=gpus, gpu_note=gpu_note
+    )
+    return metrics.start()
 
 
-def _gpu_note(monitor: SystemMetricsMonitor, visible: str | None) -> str:
-    from mlflow.system_metrics.metrics.gpu_monitor import GPUMonitor
+def _next_step(client: Any, run_id: str, node_id: str) -> int:
+    """One past the last step of this node's system metrics in the run (0 if it has none)."""
+    prefix = f"{PREFIX}{node_id}/"
+    try:
+        names = [k for k in client.get_run(run_id).data.metrics if k.startswith(prefix)]
+        steps = [m.step for name in names for m in client.get_metric_history(run_id, name)[-1:]]
+    except Exception:
+        return 0
+    return max(steps) + 1 if steps else 0
 
-    gpu = next((m for m in monitor.monitors if isinstance(m, GPUMonitor)), None)
-    if gpu is None:
-        others = [type(m).__name__ for m in monitor.monitors]
-        if "ROCMMonitor" in others:
-            return "AMD GPUs (ROCm)"
-        return f"no GPU metrics: {why_no_nvml()}"
-    selected = select_gpus(gpu.gpu_handles, visible)
-    if selected is not None:
-        gpu.gpu_handles = selected
-        gpu.num_gpus = len(selected)
-    count = len(gpu.gpu_handles)
-    which = " (CUDA_VISIBLE_DEVICES)" if selected is not None else ""
-    return f"{count} GPU{'s' if count != 1 else ''}{which}"
+
+def _log_metrics(client: Any, run_id: str, metrics: list[Metric]) -> None:
+    if isinstance(client, RestClient):
+        client.log_batch(run_id, metrics=metrics)
+        return
+    from mlflow import entities
+
+    theirs = [entities.Metric(m.key, m.value, m.timestamp, m.step) for m in metrics]
+    client.log_batch(run_id, metrics=theirs)
 
 
 def select_gpus(handles: list[Any], visible: str | None) -> list[Any] | None:

@@ -238,6 +238,7 @@ class JobAttempts:
             return None
 
     def _start_run(self, attempt: int) -> Any:
+        from ..tracking.rest import client_for
         from ..tracking.runs import ManagedRun
 
         job = self.job
@@ -269,7 +270,7 @@ class JobAttempts:
             resume_from_env=False,
             nested=False,
             system_metrics=False,
-            tracking_uri=self.tracking.uri or job.tracking_uri,
+            client=client_for(self.tracking.uri or job.tracking_uri or ""),
             wait_timeout_s=60.0,  # the embedded server may be starting
         )
 

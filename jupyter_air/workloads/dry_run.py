@@ -79,13 +79,12 @@ def dry_run(
     if connection is None:  # submit would start the data folder's own server: a new store
         return plan
     try:
-        from mlflow.tracking import MlflowClient
-
         from ..tracking.experiments import check_experiment
+        from ..tracking.rest import client_for
 
         if connection.token:
             connection.activate()
-        client = MlflowClient(tracking_uri=connection.tracking_uri)
+        client = client_for(connection.tracking_uri)
         experiment = check_experiment(
             spec.experiment_name, artifact_location=spec.mlflow_artifact_location, client=client
         )

@@ -270,11 +270,10 @@ def _submit(
 def _experiment(
     spec: WorkloadSpec, connection: Connection, report: Callable[[str], None] | None
 ) -> str:
-    from mlflow.tracking import MlflowClient
-
     from ..tracking.experiments import get_or_create_experiment
     from ..tracking.links import is_loopback_http
     from ..tracking.readiness import starting_message, wait_for_tracking_server
+    from ..tracking.rest import client_for
 
     if connection.token or connection.identity is not None:
         connection.activate()  # this process's MLflow client sends the token or the user's
@@ -291,7 +290,7 @@ def _experiment(
         token=connection.token,
         credentials=connection.credentials,
     )
-    client = MlflowClient(tracking_uri=connection.tracking_uri)
+    client = client_for(connection.tracking_uri)
     experiment = get_or_create_experiment(
         spec.experiment_name, artifact_location=spec.mlflow_artifact_location, client=client
     )

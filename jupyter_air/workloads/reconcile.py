@@ -110,11 +110,11 @@ def _tracking(store: JobStore, job: JobRun) -> tuple[str, str | None] | None:
 
 
 def _close(store: JobStore, job: JobRun, uri: str, token: str | None, report: Report) -> None:
-    from mlflow.tracking import MlflowClient
+    from ..tracking.rest import client_for
 
     if token:
-        os.environ["MLFLOW_TRACKING_TOKEN"] = token  # MLflow's client reads it at each call
-    client = MlflowClient(tracking_uri=uri)
+        os.environ["MLFLOW_TRACKING_TOKEN"] = token  # the client reads it at each call
+    client = client_for(uri)
     for attempt in job.attempts:
         run_id = attempt.mlflow_run_id
         if run_id is None:
