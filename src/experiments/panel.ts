@@ -4,7 +4,9 @@
  * The header names the experiment (and the notebook it belongs to); the controls (controls.ts)
  * let the user pick another experiment or filter runs by status; below, the runs as a tree
  * (run-list.ts), or a line that says why there are none (messages.ts: MLflow starting or
- * unreachable, no runs yet, no notebook). Clicking a run opens it in the MLflow tab.
+ * unreachable, no runs yet, no notebook). Clicking a run opens it in the MLflow tab. On a team
+ * MLflow server (the user's own, with authentication), Share gives another user a permission on
+ * the experiment (share.ts).
  *
  * The model (model.ts) polls while the panel is shown; this view only renders it, in place.
  * Plain DOM, text through `textContent` only (run and experiment names are user data).
@@ -17,11 +19,14 @@ import { Poller } from '../common/poller';
 import { ShownWidget } from '../common/shown-widget';
 import { loadTranslation } from '../common/translation';
 import { safeFragment, statusUiUrl } from '../mlflow/links';
+import { describeError } from '../api';
+import { IShareRequest, ISharedExperiment } from '../api/models';
 import { ExperimentControls } from './controls';
 import { stateMessage } from './messages';
 import { ExperimentsModel } from './model';
 import { RunList } from './run-list';
 import { RunRow } from './run-row';
+import { askShare, shareExperiment } from './share';
 
 /** Milliseconds between updates of RUNNING durations. */
 const CLOCK_MS = 1000;
@@ -61,6 +66,16 @@ export class ExperimentsPanel extends ShownWidget {
       },
       trans.__('Fetch the runs now')
     );
+    this._askShare = options.askShare ?? (name => askShare(trans, name));
+    this._share = options.share ?? shareExperiment;
+    this._shareButton = button(
+      'jp-air-exp-share-button jp-air-sidepanel-button',
+      trans.__('Share…'),
+      () => void this._shareExperiment(),
+      trans.__(
+        'Give another user of this MLflow server access to this experiment'
+      )
+    );
     header.append(
       h(
         'h2',
@@ -68,6 +83,7 @@ export class ExperimentsPanel extends ShownWidget {
         trans.__('Experiments')
       ),
       this._openMlflow,
+      this._shareButton,
       refresh
     );
 
@@ -87,9 +103,13 @@ export class ExperimentsPanel extends ShownWidget {
       openWorkload: id => this._execute(CommandIDs.openWorkloads, { id })
     });
     this._truncated = h('div', 'jp-air-exp-truncated');
+    this._shared = h('div', 'jp-air-exp-shared');
+    this._shared.setAttribute('role', 'status');
+    this._shared.hidden = true;
     this.node.append(
       header,
       target,
+      this._shared,
       this._controls.node,
       this._message,
       this._error,
@@ -214,6 +234,57 @@ export class ExperimentsPanel extends ShownWidget {
     setAttr(this._source, 'title', picked === null && notebook ? notebook : '');
     setHidden(this._source, !source);
     setHidden(this._openMlflow, !model.experimentId);
+    if (this._sharedFor !== model.experimentId) {
+      setHidden(this._shared, true); // what was said is of another experiment
+    }
+    // sharing needs MLflow's authentication: only the user's own server can have it
+    setHidden(
+      this._shareButton,
+      !model.experimentId || model.mlflow?.mode !== 'external'
+    );
+  }
+
+  /** Ask whom to share the shown experiment with, share it, and say what happened. */
+  private async _shareExperiment(): Promise<void> {
+    const trans = this._trans;
+    const id = this._model.experimentId;
+    if (!id) {
+      return;
+    }
+    const name = this._model.experimentName ?? id;
+    const request = await this._askShare(name);
+    if (!request) {
+      return;
+    }
+    let said: string;
+    let failed = false;
+    try {
+      const shared = await this._share(id, request);
+      said = shared.replaced
+        ? trans.__(
+            '%1 now has %2 on %3 (their earlier permission replaced).',
+            shared.username,
+            shared.permission,
+            shared.experiment_name
+          )
+        : trans.__(
+            'Shared %1 with %2 (%3).',
+            shared.experiment_name,
+            shared.username,
+            shared.permission
+          );
+    } catch (error) {
+      failed = true;
+      said = trans.__('Cannot share %1: %2', name, describeError(error));
+    }
+    if (this.isDisposed) {
+      return;
+    }
+    this._sharedFor = id;
+    setText(this._shared, said);
+    this._shared.setAttribute('role', failed ? 'alert' : 'status');
+    this._shared.dataset.failed = String(failed);
+    setHidden(this._shared, false);
   }
 
   private _openRun(row: RunRow): void {
@@ -264,6 +335,14 @@ export class ExperimentsPanel extends ShownWidget {
   private readonly _now: () => number;
   private readonly _trans: TranslationBundle;
   private readonly _openMlflow: HTMLButtonElement;
+  private readonly _shareButton: HTMLButtonElement;
+  private readonly _shared: HTMLDivElement;
+  private _sharedFor: string | null = null;
+  private readonly _askShare: (name: string) => Promise<IShareRequest | null>;
+  private readonly _share: (
+    id: string,
+    request: IShareRequest
+  ) => Promise<ISharedExperiment>;
   private readonly _name: HTMLDivElement;
   private readonly _source: HTMLDivElement;
   private readonly _controls: ExperimentControls;
@@ -284,5 +363,9 @@ export namespace ExperimentsPanel {
     now?: () => number;
     /** Translates the panel's strings (default: as written). */
     translator?: ITranslator | null;
+    /** Asks whom to share an experiment with (default: JupyterLab's dialog). */
+    askShare?: (experimentName: string) => Promise<IShareRequest | null>;
+    /** Shares an experiment (default: `POST air/api/experiments/{id}/share`). */
+    share?: (id: string, request: IShareRequest) => Promise<ISharedExperiment>;
   }
 }
