@@ -34,12 +34,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .identity import Credentials, refused_message, user_credentials
 from .links import redacted
+from .rest_entities import Answer, Experiment, Metric, Run, parse_json
+
+__all__ = ["Answer", "Experiment", "Metric", "RestClient", "RestError", "Run", "client_for"]
 
 API = "api/2.0/mlflow/"
 ARTIFACTS_API = "api/2.0/mlflow-artifacts/artifacts"
@@ -66,108 +68,6 @@ def tracking_errors() -> tuple[type[Exception], ...]:
     exceptions = sys.modules.get("mlflow.exceptions")
     mlflow_error = getattr(exceptions, "MlflowException", None) if exceptions else None
     return (RestError, mlflow_error) if mlflow_error else (RestError,)
-
-
-# entities -------------------------------------------------------------------------------------
-@dataclass
-class RunInfo:
-    run_id: str
-    experiment_id: str
-    run_name: str
-    status: str
-    lifecycle_stage: str
-    artifact_uri: str
-    start_time: int | None = None
-    end_time: int | None = None
-    user_id: str = ""
-
-    @property
-    def run_uuid(self) -> str:
-        return self.run_id
-
-
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    value: float
-    timestamp: int
-    step: int = 0
-
-
-@dataclass
-class RunData:
-    tags: dict[str, str] = field(default_factory=dict)
-    params: dict[str, str] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class Run:
-    info: RunInfo
-    data: RunData
-
-    @classmethod
-    def from_json(cls, run: Mapping[str, Any]) -> Run:
-        info, data = run.get("info") or {}, run.get("data") or {}
-        return cls(
-            RunInfo(
-                run_id=str(info.get("run_id") or info.get("run_uuid") or ""),
-                experiment_id=str(info.get("experiment_id") or ""),
-                run_name=str(info.get("run_name") or ""),
-                status=str(info.get("status") or ""),
-                lifecycle_stage=str(info.get("lifecycle_stage") or "active"),
-                artifact_uri=str(info.get("artifact_uri") or ""),
-                start_time=_int(info.get("start_time")),
-                end_time=_int(info.get("end_time")),
-                user_id=str(info.get("user_id") or ""),
-            ),
-            RunData(
-                tags=_pairs(data.get("tags")),
-                params=_pairs(data.get("params")),
-                metrics={
-                    str(m["key"]): float(m["value"])
-                    for m in data.get("metrics") or []
-                    if "key" in m and "value" in m
-                },
-            ),
-        )
-
-
-@dataclass
-class Experiment:
-    experiment_id: str
-    name: str
-    artifact_location: str
-    lifecycle_stage: str
-    tags: dict[str, str] = field(default_factory=dict)
-    creation_time: int | None = None
-    last_update_time: int | None = None
-
-    @classmethod
-    def from_json(cls, experiment: Mapping[str, Any]) -> Experiment:
-        return cls(
-            experiment_id=str(experiment.get("experiment_id") or ""),
-            name=str(experiment.get("name") or ""),
-            artifact_location=str(experiment.get("artifact_location") or ""),
-            lifecycle_stage=str(experiment.get("lifecycle_stage") or "active"),
-            tags=_pairs(experiment.get("tags")),
-            creation_time=_int(experiment.get("creation_time")),
-            last_update_time=_int(experiment.get("last_update_time")),
-        )
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    body: dict[str, Any]
-
-    @property
-    def code(self) -> str:
-        return str(self.body.get("error_code") or "")
-
-    @property
-    def message(self) -> str:
-        return str(self.body.get("message") or "")
 
 
 # the client -----------------------------------------------------------------------------------
@@ -349,9 +249,9 @@ class RestClient:
                 request.add_header(name, value)
             try:
                 with urllib.request.urlopen(request, timeout=timeout, context=_tls()) as answer:
-                    return Answer(int(answer.status), _json(answer.read()))
+                    return Answer(int(answer.status), parse_json(answer.read()))
             except urllib.error.HTTPError as error:
-                answer = Answer(int(error.code), _json(error.read()))
+                answer = Answer(int(error.code), parse_json(error.read()))
                 if error.code not in RETRY_STATUSES or attempt == retries:
                     return answer
                 reason = f"HTTP {error.code}"
@@ -476,25 +376,6 @@ def _tls() -> ssl.SSLContext | None:
 
 def _tag_list(tags: Mapping[str, Any] | None) -> list[dict[str, str]]:
     return [{"key": str(k), "value": str(v)} for k, v in (tags or {}).items()]
-
-
-def _pairs(items: Any) -> dict[str, str]:
-    return {str(i["key"]): str(i.get("value", "")) for i in items or [] if "key" in i}
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _json(raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw or b"{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _code_of(status: int) -> str:
