@@ -13,7 +13,15 @@ import threading
 import time
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, wait_until, write
+from workloads_support import (
+    PY,
+    air,
+    air_environment,
+    wait_for,
+    wait_supervisor_gone,
+    wait_until,
+    write,
+)
 
 from jupyter_air.cli import build_parser
 from jupyter_air.workloads.store import JobStore
@@ -440,6 +448,7 @@ def test_air_run_uses_the_jupyter_servers_mlflow_with_the_token_of_its_data_fold
     run = env.client.get_run(job.attempts[0].mlflow_run_id)
     assert run.info.status == "FINISHED"
     # the token is in no record, log or command line of ours
+    wait_supervisor_gone(job)
     folder = env.store.data_dir / "workloads"
     for path in folder.rglob("*"):
         if path.is_file():

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, write
+from workloads_support import PY, air, air_environment, wait_for, wait_supervisor_gone, write
 
 from jupyter_air.pids import stop_group
 
@@ -416,6 +416,7 @@ def test_a_workload_logs_its_run_as_the_user_and_keeps_no_secret(
     assert runs[0].data.metrics.get("loss") == 0.5
     assert can_read(team_server, "alice", str(experiment.experiment_id)) == 403
 
+    wait_supervisor_gone(job)  # what it writes last is searched too
     files = _files(data)
     assert any(b"user bob" in p.read_bytes() for p in files), "the job's log has no 'user bob'"
     leaked = [str(p) for p in files if password.encode() in p.read_bytes()]

@@ -102,6 +102,18 @@ def wait_for(store: JobStore, job_id: str, timeout: float = 90.0, status=TERMINA
         time.sleep(0.1)
 
 
+def wait_supervisor_gone(job: JobRun, timeout: float = 60.0) -> None:
+    """Until the job run's supervisor has exited: it still closes the store and its files (SQLite's
+    -wal and -shm go) after the job run's status says it ended."""
+    from jupyter_air.pids import is_running
+
+    wait_until(
+        lambda: not is_running(job.supervisor_pid, job.supervisor_started),
+        timeout,
+        f"the supervisor of job run {job.id} to exit",
+    )
+
+
 def wait_until(predicate, timeout: float = 30.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
