@@ -164,15 +164,7 @@ class RestClient:
         """Every value of metric ``key`` in the run (the first 25,000: enough for a step)."""
         query = {"run_id": run_id, "metric_key": key, "max_results": 25000}
         body = self._ok(self.request("GET", API + "metrics/get-history", query), f"reading {key}")
-        return [
-            Metric(
-                str(m["key"]),
-                float(m["value"]),
-                int(m.get("timestamp") or 0),
-                int(m.get("step") or 0),
-            )
-            for m in body.get("metrics") or []
-        ]
+        return [Metric.from_json(m) for m in body.get("metrics") or []]
 
     def set_tag(self, run_id: str, key: str, value: Any) -> None:
         payload = {"run_id": run_id, "key": key, "value": str(value)}

@@ -34,6 +34,15 @@ class Metric:
     timestamp: int
     step: int = 0
 
+    @classmethod
+    def from_json(cls, metric: Mapping[str, Any]) -> Metric:
+        return cls(
+            key=str(metric["key"]),
+            value=float(metric["value"]),
+            timestamp=as_int(metric.get("timestamp")) or 0,
+            step=as_int(metric.get("step")) or 0,
+        )
+
 
 @dataclass
 class RunData:
