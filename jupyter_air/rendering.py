@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 NONE = "-"
 
@@ -81,6 +81,19 @@ def time_text(t: float | None) -> str:
 def status_text(status: str, reason: str | None) -> str:
     """``FAILED (node 1 exited with code 3)``."""
     return status + (f" ({reason})" if reason else "")
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``11th``…"""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def queue_place(queue: dict[str, Any] | None) -> str:
+    """A queued job run's place: ``2nd of 3`` (empty when it is not queued)."""
+    if not queue:
+        return ""
+    return f"{ordinal(int(queue.get('position', 0)))} of {int(queue.get('total', 0))}"
 
 
 def outcome_text(job: _Ended) -> str:

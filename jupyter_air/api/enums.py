@@ -19,17 +19,19 @@ class TextEnum(str, Enum):
 
 
 class JobStatus(TextEnum):
-    """The status of a job run, and of each of its attempts (never PENDING), in the order of
-    its life."""
+    """The status of a job run, and of each of its attempts (never PENDING or QUEUED), in the
+    order of its life. QUEUED: its next attempt waits in its cluster's queue for resources
+    (``backends/queue_line.py``)."""
 
     PENDING = "PENDING"
+    QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
 
 
-JOB_ACTIVE = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
+JOB_ACTIVE = frozenset({JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING})
 JOB_TERMINAL = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 

@@ -125,12 +125,25 @@ class JobCode(ApiModel):
     )
 
 
+class JobQueue(ApiModel):
+    """Where a QUEUED job run stands in its cluster's queue (first come, first served across
+    every Jupyter server and shell that submits to the cluster)."""
+
+    position: int = Field(description="1: next to start, once what it needs is free")
+    total: int = Field(description="job runs waiting in this cluster's queue")
+    ahead: list[str] = Field([], description="the first job runs ahead of it (ids)")
+    reason: str = Field(description="why it waits, for people")
+    since: UnixTime = Field(description="its place in line: when it was submitted")
+    cluster: str | None = Field(None, description="the cluster's address")
+
+
 class Job(ApiModel):
     """A job run: one submission of a workload, with every attempt."""
 
     id: str = Field(description="12 hexadecimal digits")
     status: JobStatus
     reason: str | None = Field(None, description="why it ended")
+    queue: JobQueue | None = Field(None, description="while QUEUED: its place in line and why")
     finished: bool = Field(description="the status is SUCCEEDED, FAILED or CANCELLED")
     experiment_name: str
     experiment_id: str | None = None

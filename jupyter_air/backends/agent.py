@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..api.enums import JobStatus
-from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError
+from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError, QueueTimeout, Waiter
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ class Outcome:
     exit_code: int | None = None
     signal: int | None = None
     timed_out: bool = False
+    retry: bool = True  # False: another attempt would meet the same (a queue timeout)
 
 
 class AttemptHooks(Protocol):
@@ -76,8 +77,11 @@ class GroupAgent:
         timeout_s: float | None = None,
         poll_s: float = 0.1,
         failing: Callable[[], str | None] | None = None,
+        waiter: Callable[[int], Waiter] | None = None,
     ) -> None:
         self.backend = backend
+        # each attempt's place in its cluster's queue, on a backend that has one
+        self.waiter = waiter
         # why the attempt must stop although its nodes run (a full disk), and not be retried
         self.failing = failing
         self.hooks = hooks
@@ -104,7 +108,7 @@ class GroupAgent:
                     if attempt == 1:
                         return Outcome(SUCCEEDED, "the command succeeded")
                     return Outcome(SUCCEEDED, f"the command succeeded on attempt {attempt}")
-                if outcome.status == CANCELLED:
+                if outcome.status == CANCELLED or not outcome.retry:
                     return outcome
                 if self.failing is not None and self.failing() is not None:
                     return outcome  # a retry would meet the same
@@ -116,6 +120,9 @@ class GroupAgent:
         return Outcome(FAILED, f"{last.reason} (failed {tries})", last.exit_code, last.signal)
 
     def _attempt(self, attempt: int) -> Outcome:
+        waited = self._wait_for_room(attempt)
+        if waited is not None:
+            return waited
         launch = self.hooks.prepare(attempt)
         group: NodeGroup | None = None
         outcome = Outcome(FAILED, "did not start")
@@ -135,6 +142,21 @@ class GroupAgent:
             if group is not None:
                 group.close()
         return outcome
+
+    def _wait_for_room(self, attempt: int) -> Outcome | None:
+        """Wait in the cluster's queue until the attempt's resources are held (before its
+        MLflow run and logs exist: a queued attempt has none). None: go on."""
+        wait = getattr(self.backend, "wait_for_room", None)
+        if self.waiter is None or wait is None:
+            return None
+        try:
+            if not wait(self.waiter(attempt)):
+                return Outcome(CANCELLED, f"{self.cancel_reason()} while queued")
+        except QueueTimeout as error:
+            return Outcome(FAILED, str(error), retry=False)
+        except PlacementError as error:
+            return Outcome(FAILED, str(error))
+        return None
 
     # the four steps ----------------------------------------------------------------------------
     def _start_workers(self, launch: GroupLaunch) -> NodeGroup:

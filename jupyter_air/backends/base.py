@@ -10,7 +10,7 @@ brought home by ``sync_logs`` from a remote one.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,6 +42,36 @@ class ShapeError(ValueError):
     def __init__(self, field: str, message: str, hint: str | None = None) -> None:
         super().__init__(f"{field}: {message}")
         self.field, self.message, self.hint = field, message, hint
+
+
+class QueueTimeout(PlacementError):
+    """An attempt waited in its cluster's queue for longer than it may (the reason says how
+    long and what it waited for)."""
+
+
+@dataclass(frozen=True)
+class Waiter:
+    """An attempt about to wait in its cluster's queue: who it is, what it waits for, and how
+    it is told (``queued``: its place and the reason, each time they change; ``placed``: its
+    resources are held)."""
+
+    job_id: str
+    attempt: int
+    since: float  # when the job run was submitted: its place in line
+    user: str
+    nodes: int
+    accelerators: int  # per node; 0 without GPUs
+    queued: Callable[[dict[str, Any]], None]
+    placed: Callable[[], None]
+    cancelled: Callable[[], bool]
+    pause: Callable[[float], object]  # wait this long, or less when woken (a cancel)
+    timeout_s: float | None = None
+
+    def describe(self) -> str:
+        each = f"{self.accelerators} GPU and 1 CPU" if self.accelerators else "1 CPU"
+        nodes = f"{self.nodes} node{'s' if self.nodes != 1 else ''}"
+        apart = ", each on a different machine" if self.nodes > 1 else ""
+        return f"{nodes} with {each} free{apart}"
 
 
 class ComputeShape(Protocol):
@@ -182,6 +212,11 @@ class Backend(Protocol):
 
     def start(self, launch: GroupLaunch) -> NodeGroup:
         """Place and start the nodes; raises PlacementError."""
+
+    # a backend with a queue (Ray) also has
+    # ``wait_for_room(waiter: Waiter) -> bool``: hold the resources of the waiter's next
+    # attempt, waiting in the cluster's line for them as long as needed (``start`` then uses
+    # them); False when cancelled meanwhile; raises QueueTimeout, PlacementError
 
     def close(self) -> None: ...
 

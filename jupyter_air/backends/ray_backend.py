@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_PLACEMENT_TIMEOUT_S
-from .base import GroupLaunch, PlacementError
+from .base import GroupLaunch, PlacementError, Waiter
 from .ray_group import CALL_TIMEOUT_S, Placed, RayGroup, first_line, launch_shape
+from .ray_queue import RayQueue, bundle
 
 if TYPE_CHECKING:
     from .base import Shaped as WorkloadSpec
@@ -74,10 +75,6 @@ class RayNode:
         return f"{self.ip} ({self.cpus:g} CPU{gpus})"
 
 
-def bundle(accelerators: int, uses_gpus: bool) -> dict[str, float]:
-    return {"GPU": float(accelerators), "CPU": 1.0} if uses_gpus else {"CPU": 1.0}
-
-
 class RayBackend:
     name = "ray"
 
@@ -86,6 +83,8 @@ class RayBackend:
         self._connected = False
         self._owns = False  # connected by us (a kernel may have its own ray.init)
         self._nodes: list[RayNode] | None = None
+        self.namespace = NAMESPACE
+        self._reserved: dict[tuple[str, int], Any] = {}  # (job, attempt) → its placement group
 
     # the cluster -------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -154,6 +153,16 @@ class RayBackend:
         )
 
     # an attempt --------------------------------------------------------------------------------
+    def wait_for_room(self, waiter: Waiter) -> bool:
+        """Hold the attempt's placement group, after its turn in the cluster's queue
+        (``ray_queue.py``); False when cancelled meanwhile."""
+        self.connect()
+        group = RayQueue(self, waiter).wait()
+        if group is None:
+            return False
+        self._reserved[(waiter.job_id, waiter.attempt)] = group
+        return True
+
     def start(self, launch: GroupLaunch, kept: Placed | None = None) -> RayGroup:
         """Place the attempt's nodes (or take ``kept``: the placement group and actors of a
         previous call of the same shape, still held) and start its commands."""
@@ -201,21 +210,23 @@ class RayBackend:
 
         self.connect()
         shape = bundle(launch.accelerators, launch.uses_gpus)
-        group = placement_group(
-            [dict(shape) for _ in launch.nodes],
-            strategy="STRICT_SPREAD",
-            name=f"jupyter-air-{launch.job_id}-{launch.attempt}",
-        )
-        timeout = RAY_PLACEMENT_TIMEOUT_S.get()
-        try:
-            ray.get(group.ready(), timeout=timeout)
-        except Exception as error:
-            remove_placement_group(group)
-            raise PlacementError(
-                f"could not place {launch.num_nodes} nodes of {_shape(shape)} on different Ray "
-                f"nodes within {timeout:.0f} s ({type(error).__name__}); the cluster has "
-                f"{self.describe()}"
-            ) from None
+        group = self._reserved.pop((launch.job_id, launch.attempt), None)
+        if group is None:  # not queued (a call's nodes): placed now or refused
+            group = placement_group(
+                [dict(shape) for _ in launch.nodes],
+                strategy="STRICT_SPREAD",
+                name=f"jupyter-air-{launch.job_id}-{launch.attempt}",
+            )
+            timeout = RAY_PLACEMENT_TIMEOUT_S.get()
+            try:
+                ray.get(group.ready(), timeout=timeout)
+            except Exception as error:
+                remove_placement_group(group)
+                raise PlacementError(
+                    f"could not place {launch.num_nodes} nodes of {_shape(shape)} on "
+                    f"different Ray nodes within {timeout:.0f} s ({type(error).__name__}); the "
+                    f"cluster has {self.describe()}"
+                ) from None
         runner_class = ray.remote(NodeRunner)
         actors = []
         for index, node in enumerate(launch.nodes):
@@ -251,6 +262,12 @@ class RayBackend:
             )
 
     def close(self) -> None:
+        if self._reserved:
+            from ray.util.placement_group import remove_placement_group
+
+            for group in self._reserved.values():
+                remove_placement_group(group)
+            self._reserved.clear()
         if self._connected and self._owns:
             import ray
 

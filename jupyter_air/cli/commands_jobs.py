@@ -16,6 +16,7 @@ from .render import (
     fields,
     json_out,
     outcome_text,
+    queue_place,
     say,
     status_text,
     table,
@@ -70,7 +71,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = [
         [
             job.id,
-            job.status,
+            _status_cell(job),
             job.experiment_name,
             job.run_name,
             f"{len(job.attempts)}/{job.max_retries + 1}",
@@ -87,6 +88,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     # on a narrow terminal: without the run name, the duration, the attempts (air get run)
     table(headers, rows, keep=(0, 1, 5), drop=(3, 7, 4))
     return EXIT_OK
+
+
+def _status_cell(job: JobRun) -> str:
+    """``QUEUED 2nd of 3`` for a queued job run, else its status."""
+    if job.status == JobStatus.QUEUED:
+        return f"{job.status} {queue_place(job.queue)}".strip()
+    return job.status
 
 
 def _filters(given: list[str]) -> tuple[dict[str, Any], list[str]]:
@@ -135,9 +143,11 @@ def cmd_get(args: argparse.Namespace) -> int:
     if args.output == "json":
         json_out(view.model_dump(mode="json"))
         return EXIT_OK
-    say(f"Job run {job.id}: {status_text(job.status, job.reason)}")
+    queued = view.queue
+    say(f"Job run {job.id}: {status_text(job.status, queued.reason if queued else job.reason)}")
     silent = view.supervisor_silent_s
     rows = [
+        ("Queue", _queue_text(job) if queued else None),
         ("Experiment", f"{job.experiment_name} (id {job.experiment_id})"),
         ("Run name", job.run_name),
         ("Command", job.command),
@@ -165,6 +175,14 @@ def cmd_get(args: argparse.Namespace) -> int:
         _print_attempts(view)
     _print_links(view)
     return EXIT_OK
+
+
+def _queue_text(job: JobRun) -> str:
+    """``2nd of 3 in the queue of ray://head:10001 since 14:02 (air cancel ID leaves it)``."""
+    queue = job.queue or {}
+    where = f" of {queue['cluster']}" if queue.get("cluster") else ""
+    since = time_text(queue["since"]) if queue.get("since") else "?"
+    return f"{queue_place(queue)} in the queue{where}, since {since}"
 
 
 def _print_attempts(view: Job) -> None:

@@ -134,7 +134,7 @@ def follow(
     output: str,
     after: str | None = None,
 ) -> int:
-    from ..logs.follow import AttemptStarted, JobEnded, follow
+    from ..logs.follow import AttemptStarted, JobEnded, Queued, follow
     from ..logs.scan import LogLine
 
     found: list[Connection | None] = []  # looked up once, when an attempt is first shown
@@ -151,6 +151,8 @@ def follow(
                     total = job.max_retries + 1
                     print(f"── attempt {current} of {total} ──", file=sys.stderr, flush=True)
                 _print_lines([event], output, job)
+            elif isinstance(event, Queued) and output != "json":
+                say(event.text(), stream=sys.stderr)
             elif isinstance(event, AttemptStarted) and output != "json":
                 latest = event.attempt.attempt == len(event.job.attempts)
                 if latest and event.attempt.ended_at is None:

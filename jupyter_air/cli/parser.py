@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "runs",
         help="list job runs, newest first",
         description="List job runs, newest first. By default only active ones (PENDING, "
-        "RUNNING) of the current user.",
+        "QUEUED, RUNNING) of the current user.",
         epilog="examples:\n  air list runs\n  air list runs --all-status --limit 5\n"
         "  air list runs --status FAILED --experiment my-training --output json\n"
         "  air list runs --all-status --filter 'experiment=nightly-*' "

@@ -17,7 +17,14 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from ..rendering import duration_text, outcome_text, printable, status_text, time_text
+from ..rendering import (
+    duration_text,
+    outcome_text,
+    printable,
+    queue_place,
+    status_text,
+    time_text,
+)
 
 __all__ = [
     "duration_text",
@@ -25,6 +32,7 @@ __all__ = [
     "json_out",
     "outcome_text",
     "printable",
+    "queue_place",
     "say",
     "status_text",
     "table",

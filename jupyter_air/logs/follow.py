@@ -10,12 +10,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..api.enums import JobStatus
 from ..workloads.jobs import refresh
 from .query import query_logs
 from .scan import LogLine
 
 if TYPE_CHECKING:
     from ..workloads.store import Attempt, JobRun, JobStore
+
+QUEUED = JobStatus.QUEUED
 
 
 @dataclass
@@ -35,7 +38,20 @@ class JobEnded:
     job: JobRun
 
 
-Event = LogLine | AttemptStarted | AttemptEnded | JobEnded
+@dataclass
+class Queued:
+    """The job run waits in its cluster's queue: its place or the reason changed."""
+
+    job: JobRun
+
+    def text(self) -> str:
+        from ..rendering import queue_place
+
+        queue = self.job.queue or {}
+        return f"Queued ({queue_place(queue)}): {queue.get('reason') or 'waiting for resources'}"
+
+
+Event = LogLine | AttemptStarted | AttemptEnded | JobEnded | Queued
 
 
 def follow(
@@ -62,8 +78,12 @@ def follow(
         cursors[nodes[0]] = after
     started: set[int] = set()
     ended: set[int] = set()
+    told: dict[str, object] | None = None
     while True:
         job = refresh(store, store.get_job(job_id))  # read before the logs: see below
+        if job.status == QUEUED and job.queue and job.queue != told:
+            told = job.queue
+            yield Queued(job)
         for item in job.attempts:
             if item.attempt not in started:
                 started.add(item.attempt)

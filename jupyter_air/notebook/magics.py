@@ -242,7 +242,7 @@ def _watch(store: JobStore, job: JobRun) -> None:
 
 def _stream(store: JobStore, job: JobRun) -> JobRun:
     from ..api.enums import JobStatus
-    from ..logs.follow import AttemptEnded, AttemptStarted, JobEnded, follow
+    from ..logs.follow import AttemptEnded, AttemptStarted, JobEnded, Queued, follow
     from ..logs.scan import LogLine
     from .live_widget import LiveCall, start_live
 
@@ -257,6 +257,8 @@ def _stream(store: JobStore, job: JobRun) -> JobRun:
                 text = f"[node {event.node}] {event.text}" if prefix else event.text
                 stream = sys.stderr if event.stream == "stderr" else sys.stdout
                 print(text, file=stream, flush=True)
+            elif isinstance(event, Queued):
+                print(event.text(), file=sys.stderr, flush=True)
             elif isinstance(event, AttemptStarted):
                 number = event.attempt.attempt
                 if number > 1:

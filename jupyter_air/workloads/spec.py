@@ -12,6 +12,7 @@ max_retries: 2
 max_restarts: 1                       # torchrun restarts a crashed rank's group in place
 checkpoint_location: s3://bucket/ckpt # default: the job run's folder (docs/checkpoints.md)
 timeout_minutes: 60                   # per attempt
+queue_timeout_minutes: 120            # at most this long QUEUED for a busy cluster's resources
 working_dir: .                        # default: the YAML file's folder
 code_source: snapshot                 # or live; default snapshot
 env_variables: {LR: "3e-5"}
@@ -170,6 +171,10 @@ class WorkloadSpec(BaseModel):
     timeout_minutes: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_MINUTES)] | None = None
     """Per attempt: an attempt still running after this long is stopped and counts as failed
     (so it is retried)."""
+    queue_timeout_minutes: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_MINUTES)] | None = None
+    """How long an attempt may wait QUEUED for resources a busy cluster has but are in use;
+    after that the job run fails with the reason it waited (not retried). Default: as long
+    as it takes."""
     working_dir: Text | None = None
     """The workload's folder, relative to the YAML file's folder; must exist. The command runs
     in its snapshot (code_source) or, live, in the folder itself."""
@@ -221,7 +226,7 @@ class WorkloadSpec(BaseModel):
             raise ValueError("empty list")
         return value
 
-    @field_validator("timeout_minutes", mode="before")
+    @field_validator("timeout_minutes", "queue_timeout_minutes", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -283,6 +288,9 @@ FIELD_HELP: dict[str, str] = {
     "max_restarts": f"must be an integer from 0 to {MAX_RETRIES}",
     "checkpoint_location": "must be a non-empty string: a folder path or an fsspec URI",
     "timeout_minutes": f"must be a positive number of minutes, at most {MAX_TIMEOUT_MINUTES}",
+    "queue_timeout_minutes": (
+        f"must be a positive number of minutes, at most {MAX_TIMEOUT_MINUTES}"
+    ),
     "working_dir": "must be a folder path (a non-empty string)",
     "code_source": (
         "must be snapshot (every attempt runs a copy made at submission) or live (every "
@@ -310,6 +318,7 @@ UNSET_MEANS = {
     "checkpoint_location": "the job run's folder",
     "compute.backend": "chosen (see the field's help)",
     "timeout_minutes": "none",
+    "queue_timeout_minutes": "none (as long as it takes)",
     "working_dir": "the YAML file's folder",
     "code_source": "snapshot",
     "schedule": "none",

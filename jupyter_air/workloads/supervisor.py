@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
+from ..backends.base import Waiter
 from ..config import KILL_GRACE_S, data_dir
 from ..disk import DiskWatch, no_space
 from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB
@@ -176,8 +177,37 @@ class Supervisor:
             cancel_reason=lambda: self.cancel_reason,
             timeout_s=job.timeout_minutes * 60 if job.timeout_minutes else None,
             failing=attempts.failing,
+            waiter=lambda attempt: self._waiter(job, attempt),
         )
         return self.agent.run()
+
+    # the cluster's queue -----------------------------------------------------------------------
+    def _waiter(self, job: JobRun, attempt: int) -> Waiter:
+        """How attempt ``attempt`` waits in its cluster's queue (a backend that has one)."""
+        compute = job.compute
+        uses_gpus = compute.get("accelerator_type", "GPU") != "CPU"
+        minutes = job.spec.get("queue_timeout_minutes")
+        return Waiter(
+            job_id=job.id,
+            attempt=attempt,
+            since=job.submitted_at,
+            user=job.user or "",
+            nodes=job.num_nodes,
+            accelerators=int(compute.get("num_accelerators", 1)) if uses_gpus else 0,
+            queued=self._queued,
+            placed=self._placed,
+            cancelled=lambda: self._check_cancel(every_s=1.0),
+            pause=self.cancel.wait,
+            timeout_s=float(minutes) * 60 if minutes else None,
+        )
+
+    def _queued(self, place: dict[str, Any]) -> None:
+        log.info("queued: %s", place["reason"])
+        self.disk.tolerate("the place in the queue", self.store.mark_queued, self.job_id, place)
+
+    def _placed(self) -> None:
+        log.info("out of the queue: the resources are held")
+        self.disk.until_written("leaving the queue", self.store.mark_dequeued, self.job_id)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .connection import Connection
 from .heartbeat import silent_s
-from .store import TERMINAL, Attempt, JobRun
+from .store import QUEUED, TERMINAL, Attempt, JobRun
 
 if TYPE_CHECKING:  # imported on first use: the views module imports no pydantic
     from ..api.workloads import Job, JobAttempt, JobDetail
@@ -80,6 +80,7 @@ def _fields(job: JobRun, conn: Connection | None) -> dict[str, Any]:
         "id": job.id,
         "status": job.status,
         "reason": job.reason,
+        "queue": job.queue if job.status == QUEUED else None,
         "finished": job.status in TERMINAL,
         "experiment_name": job.experiment_name,
         "experiment_id": job.experiment_id,

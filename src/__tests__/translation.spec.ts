@@ -49,6 +49,7 @@ import {
   attempt,
   job,
   loose,
+  queuedJob,
   runningJob
 } from './workloads-fixtures';
 
@@ -295,7 +296,8 @@ describe('every visible string goes through the translator', () => {
       runningJob('aaaa00000001', {
         attempts: [attempt(1, { status: 'FAILED', exit_code: 3 })]
       }),
-      job('aaaa00000000', { max_retries: 2, timeout_minutes: 30 })
+      job('aaaa00000000', { max_retries: 2, timeout_minutes: 30 }),
+      queuedJob('aaaa0000000f')
     ];
     const model = new WorkloadsModel({
       fetchWorkloads: recording(data, async query => ({
@@ -315,11 +317,17 @@ describe('every visible string goes through the translator', () => {
       commands: { execute: async () => undefined }
     });
     const node = await show(panel);
-    expect(node.querySelectorAll('.jp-air-wl-job')).toHaveLength(2);
+    expect(node.querySelectorAll('.jp-air-wl-job')).toHaveLength(3);
     expect(untranslated(node, data)).toEqual([]);
     panel.openJob('aaaa00000001');
     await advance(0);
     expect(node.querySelector('.jp-air-wl-attempt')).not.toBeNull();
+    expect(untranslated(node, data)).toEqual([]);
+    panel.openJob('aaaa0000000f');
+    await advance(0);
+    expect(node.querySelector('.jp-air-wl-facts')!.textContent).toContain(
+      'Queue'
+    );
     expect(untranslated(node, data)).toEqual([]);
     model.dispose();
     jobModel.dispose();

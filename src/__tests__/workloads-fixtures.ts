@@ -10,8 +10,10 @@ import {
   IAttempt,
   IJob,
   IJobNode,
+  IJobQueue,
   IWorkloadsPage,
-  JobStatus
+  JobStatus,
+  isActiveStatus
 } from '../workloads/types';
 
 /**
@@ -77,6 +79,7 @@ export function job(id: string, overrides: Partial<IJob> = {}): IJob {
     id,
     status: 'SUCCEEDED',
     reason: null,
+    queue: null,
     finished: true,
     experiment_name: 'demo',
     experiment_id: '7',
@@ -134,6 +137,39 @@ export function runningJob(id: string, overrides: Partial<IJob> = {}): IJob {
         nodes: [node(0, 101, null), node(1, 201, null)]
       })
     ],
+    ...overrides
+  });
+}
+
+/** Why the queued job run of `queuedJob` waits (as the server says it). */
+export const QUEUE_REASON =
+  '2nd in line, behind job run 3f2a91c0d4e1 (bob, submitted 14:02)';
+
+/** A place in a Ray cluster's queue (2nd of 3 by default). */
+export function queue(overrides: Partial<IJobQueue> = {}): IJobQueue {
+  return {
+    position: 2,
+    total: 3,
+    ahead: ['3f2a91c0d4e1'],
+    reason: QUEUE_REASON,
+    since: T0_S - 110,
+    cluster: '10.0.0.5:6379',
+    ...overrides
+  };
+}
+
+/** A queued job run: submitted to a Ray cluster, waiting in its queue, no attempt yet. */
+export function queuedJob(id: string, overrides: Partial<IJob> = {}): IJob {
+  return job(id, {
+    status: 'QUEUED',
+    finished: false,
+    backend: 'ray',
+    cluster: '10.0.0.5:6379',
+    started_at: null,
+    ended_at: null,
+    duration_s: null,
+    attempts: [],
+    queue: queue(),
     ...overrides
   });
 }
@@ -218,7 +254,7 @@ export class FakeLogsServer {
 
   /** Whether nothing more will be written. */
   get finished(): boolean {
-    return !['RUNNING', 'PENDING'].includes(this.status);
+    return !isActiveStatus(this.status);
   }
 
   /** Append lines (the job wrote them): waiting long-polls answer. */

@@ -1,11 +1,14 @@
 import { APIError } from '../api';
 import { workloadsQueryString } from '../workloads/api';
-import { statusClass } from '../common/status';
+import { statusClass, statusLabel } from '../common/status';
 import {
   attemptReason,
   attemptsText,
   checkpointText,
-  computeText
+  computeText,
+  ordinal,
+  queueShortText,
+  queueText
 } from '../workloads/format';
 import { JobModel } from '../workloads/job-model';
 import {
@@ -17,10 +20,13 @@ import { workloadFromSearch } from '../workloads/url';
 import { advance, trans } from './helpers';
 import {
   FakeWorkloadsServer,
+  QUEUE_REASON,
   T0_S,
   attempt,
   job,
   loose,
+  queue,
+  queuedJob,
   runningJob
 } from './workloads-fixtures';
 
@@ -92,6 +98,49 @@ describe('workloads API and text', () => {
     expect(attemptsText(trans, 0)).toBe('0 attempts');
   });
 
+  it("says a queued job run's status, place in line and why it waits", () => {
+    expect(statusLabel(trans, 'QUEUED')).toBe('Queued');
+    // its own colour: neither running nor pending
+    expect(statusClass('QUEUED')).toBe('jp-air-status-queued');
+    expect(statusClass('RUNNING')).toBe('jp-air-status-running');
+    expect(statusClass('PENDING')).toBe('jp-air-status-scheduled');
+    expect(
+      [1, 2, 3, 4, 11, 12, 13, 21, 22, 103].map(n => ordinal(trans, n))
+    ).toEqual([
+      '1st',
+      '2nd',
+      '3rd',
+      '4th',
+      '11th',
+      '12th',
+      '13th',
+      '21st',
+      '22nd',
+      '103rd'
+    ]);
+    expect(queueShortText(trans, queue())).toBe('Queued · 2nd of 3');
+    expect(queueShortText(trans, queue({ position: 1, total: 1 }))).toBe(
+      'Queued · 1st of 1'
+    );
+    expect(queueText(trans, queue())).toBe(
+      `2nd in line of 3 — ${QUEUE_REASON}`
+    );
+    // what the server did not say (or said wrong) is left out
+    expect(queueShortText(trans, queue({ total: loose(null) }))).toBe(
+      'Queued · 2nd'
+    );
+    expect(queueText(trans, queue({ total: 1, reason: '' }))).toBe(
+      '2nd in line'
+    );
+    expect(queueText(trans, queue({ position: loose('2') }))).toBe(
+      QUEUE_REASON
+    );
+    expect(queueShortText(trans, queue({ position: 0 }))).toBe('Queued');
+    expect(queueShortText(trans, null)).toBe('Queued');
+    expect(queueText(trans, undefined)).toBe('');
+    expect(queueText(trans, loose({ reason: 42 }))).toBe('');
+  });
+
   it('reads the job run of the page URL', () => {
     expect(workloadFromSearch('?air-workload=3F2A9C1B0D4E')).toBe(
       '3f2a9c1b0d4e'
@@ -151,6 +200,29 @@ describe('WorkloadsModel', () => {
     expect(server.calls).toHaveLength(4);
   });
 
+  it('polls fast while a job run waits in its queue', async () => {
+    server.jobs = [queuedJob('aaaa00000002'), job('aaaa00000000')];
+    model.start();
+    await advance(0);
+    expect(model.hasActive).toBe(true);
+    expect(model.nextDelay()).toBe(ACTIVE_POLL_MS);
+    server.jobs[0] = queuedJob('aaaa00000002', {
+      queue: queue({ position: 1, total: 2 })
+    });
+    await advance(ACTIVE_POLL_MS);
+    expect(server.calls).toHaveLength(2);
+    expect(model.jobs[0].queue?.position).toBe(1);
+
+    // the ACTIVE filter asks for it too
+    model.setStatusFilter('ACTIVE');
+    await advance(0);
+    expect(model.jobs.map(j => j.id)).toEqual(['aaaa00000002']);
+    model.setStatusFilter('QUEUED');
+    await advance(0);
+    expect(server.calls[server.calls.length - 1].status).toEqual(['QUEUED']);
+    expect(model.jobs.map(j => j.id)).toEqual(['aaaa00000002']);
+  });
+
   it('sends the filters and starts again from the first page', async () => {
     server.jobs = Array.from({ length: 25 }, (_, i) =>
       job(`bbbb${String(i).padStart(8, '0')}`, {
@@ -196,6 +268,7 @@ describe('WorkloadsModel', () => {
     await advance(0);
     expect(server.calls[server.calls.length - 1].status).toEqual([
       'PENDING',
+      'QUEUED',
       'RUNNING'
     ]);
     expect(model.state).toBe('empty');
@@ -293,6 +366,30 @@ describe('JobModel', () => {
     expect(model.canCancel).toBe(false);
     await advance(60_000);
     expect(calls).toHaveLength(3);
+  });
+
+  it('polls a queued job run and can cancel it', async () => {
+    current = queuedJob('eeee00000001');
+    model.setJob('eeee00000001');
+    model.start();
+    await advance(0);
+    expect(model.job?.status).toBe('QUEUED');
+    expect(model.canCancel).toBe(true);
+    expect(model.nextDelay()).toBe(3000);
+    await advance(3000);
+    expect(calls).toEqual(['GET eeee00000001', 'GET eeee00000001']);
+    // its turn came: still polled while it runs
+    current = runningJob('eeee00000001');
+    await advance(3000);
+    expect(model.job?.status).toBe('RUNNING');
+    expect(model.nextDelay()).toBe(3000);
+
+    current = queuedJob('eeee00000001');
+    await advance(3000);
+    await model.cancel();
+    expect(calls).toContain('POST eeee00000001/cancel');
+    expect(model.job?.status).toBe('CANCELLED');
+    expect(model.nextDelay()).toBeNull();
   });
 
   it('cancels (keeping the YAML) and reports a missing job run', async () => {

@@ -8,11 +8,14 @@ import { IJob } from '../workloads/types';
 import { HOSTILE, advance } from './helpers';
 import {
   FakeWorkloadsServer,
+  QUEUE_REASON,
   T0_S,
   attempt,
   job,
   loose,
   node,
+  queue,
+  queuedJob,
   runningJob
 } from './workloads-fixtures';
 
@@ -174,6 +177,71 @@ describe('WorkloadsPanel', () => {
     expect(node.querySelector('.jp-air-wl-job-status')!.classList).toContain(
       'jp-air-status-finished'
     );
+  });
+
+  it('shows a queued job run with its place in line and why it waits', async () => {
+    server.jobs = [queuedJob('abab00000001'), runningJob('abab00000000')];
+    await open();
+    const queued = row('abab00000001');
+    expect(queued.dataset.status).toBe('QUEUED');
+    const badge = queued.querySelector('.jp-air-wl-job-status')!;
+    expect(badge.textContent).toBe('Queued');
+    expect(badge.classList).toContain('jp-air-status-queued');
+    expect(badge.classList).not.toContain('jp-air-status-running');
+    expect(badge.classList).not.toContain('jp-air-status-scheduled');
+    const place = queued.querySelector<HTMLElement>('.jp-air-wl-job-queue')!;
+    expect(place.hidden).toBe(false);
+    expect(place.textContent).toBe('Queued · 2nd of 3');
+    expect(place.title).toBe(QUEUE_REASON);
+    expect(queued.title).toBe(`${QUEUE_REASON}\nOpen job run abab00000001`);
+    // no attempt is starting yet, and nothing runs: no duration
+    expect(queued.querySelector('.jp-air-wl-job-attempts')!.textContent).toBe(
+      '0 attempts'
+    );
+    expect(
+      queued.querySelector<HTMLElement>('.jp-air-wl-job-duration')!.hidden
+    ).toBe(true);
+    // only queued job runs have a place
+    const running = row('abab00000000');
+    expect(
+      running.querySelector<HTMLElement>('.jp-air-wl-job-queue')!.hidden
+    ).toBe(true);
+    expect(running.title).toBe('Open job run abab00000000');
+
+    // polled while queued: it moves up, then starts
+    server.jobs[0] = queuedJob('abab00000001', {
+      queue: queue({ position: 1, total: 2, reason: 'Next to start' })
+    });
+    await advance(3000);
+    expect(place.textContent).toBe('Queued · 1st of 2');
+    expect(place.title).toBe('Next to start');
+    server.jobs[0] = runningJob('abab00000001');
+    await advance(3000);
+    expect(row('abab00000001')).toBe(queued);
+    expect(badge.textContent).toBe('Running');
+    expect(place.hidden).toBe(true);
+    expect(place.title).toBe('');
+    expect(queued.title).toBe('Open job run abab00000001');
+
+    // the status filter offers it, and the active filter counts it
+    const status = q<HTMLSelectElement>('.jp-air-wl-status-filter');
+    const options = Array.from(status.options);
+    expect(options.map(o => o.value)).toContain('QUEUED');
+    expect(options.find(o => o.value === 'QUEUED')!.text).toBe('Queued');
+    expect(options.find(o => o.value === 'ACTIVE')!.text).toBe(
+      'Active (pending, queued, running)'
+    );
+  });
+
+  it('shows why a job run waits as text', async () => {
+    const reason = `Waiting for 2 GPU free, behind ${HOSTILE}`;
+    server.jobs = [queuedJob('acac00000001', { queue: queue({ reason }) })];
+    await open();
+    const queued = row('acac00000001');
+    const place = queued.querySelector<HTMLElement>('.jp-air-wl-job-queue')!;
+    expect(place.title).toBe(reason);
+    expect(queued.title).toBe(`${reason}\nOpen job run acac00000001`);
+    expect(panel.node.querySelector('img')).toBeNull();
   });
 
   it('shows names as text', async () => {
@@ -392,6 +460,57 @@ describe('WorkloadsPanel', () => {
       );
     });
 
+    it('shows where a queued job run stands in line, polls it and cancels it', async () => {
+      await openJob(queuedJob(ID));
+      expect(text('.jp-air-wl-page-status')).toBe('Queued');
+      expect(q('.jp-air-wl-page-status').classList).toContain(
+        'jp-air-status-queued'
+      );
+      const facts = q('.jp-air-wl-facts');
+      const terms = Array.from(facts.querySelectorAll('dt')).map(
+        dt => dt.textContent
+      );
+      expect(terms[0]).toBe('Queue');
+      const fact = facts.querySelector('dd')!;
+      expect(fact.textContent).toBe(`2nd in line of 3 — ${QUEUE_REASON}`);
+      expect(fact.title).toBe(fact.textContent);
+      expect(all('.jp-air-wl-section').map(el => el.textContent)).toContain(
+        'Attempts: none yet'
+      );
+      // active: polled, and it can be cancelled (it leaves the queue)
+      await advance(3000);
+      expect(requests).toEqual([`GET ${ID}`, `GET ${ID}`]);
+      jobs.set(ID, queuedJob(ID, { queue: queue({ position: 1, total: 1 }) }));
+      await advance(3000);
+      expect(q('.jp-air-wl-facts dd')!.textContent).toBe(
+        `1st in line of 1 — ${QUEUE_REASON}`
+      );
+      const cancel = q<HTMLButtonElement>('.jp-air-wl-cancel');
+      expect(cancel.disabled).toBe(false);
+      expect(cancel.title).toBe(
+        'Take this job run out of its queue (after a confirmation)'
+      );
+      confirmAnswer = true;
+      cancel.click();
+      await advance(0);
+      expect(confirmations.map(j => j.status)).toEqual(['QUEUED']);
+      expect(requests.filter(r => r.startsWith('POST'))).toEqual([
+        `POST ${ID}/cancel`
+      ]);
+      expect(text('.jp-air-wl-page-status')).toBe('Cancelled');
+      expect(q('.jp-air-wl-facts').textContent).not.toContain('Queue');
+      expect(cancel.disabled).toBe(true);
+    });
+
+    it('shows why a job run waits as text on its page', async () => {
+      const reason = `Waiting for 3 nodes with 2 GPU free; ${HOSTILE}`;
+      await openJob(queuedJob(ID, { queue: queue({ reason }) }));
+      expect(q('.jp-air-wl-facts dd')!.textContent).toBe(
+        `2nd in line of 3 — ${reason}`
+      );
+      expect(panel.node.querySelector('img')).toBeNull();
+    });
+
     it('hides links an attempt does not have', async () => {
       await openJob(job(ID, { attempts: [attempt(1, { links: loose({}) })] }));
       expect(q('.jp-air-wl-attempt-run').hidden).toBe(true);
@@ -447,6 +566,32 @@ describe('WorkloadsPanel', () => {
         `POST ${ID}/cancel`
       ]);
       expect(text('.jp-air-wl-page-status')).toBe('Cancelled');
+    });
+
+    it('asks differently to take a queued job run out of its queue', async () => {
+      panel.dispose();
+      panel = new WorkloadsPanel({
+        model,
+        jobModel,
+        commands: { execute: async () => undefined }
+      });
+      await openJob(queuedJob(ID));
+      q<HTMLButtonElement>('.jp-air-wl-cancel').click();
+      await advance(0);
+      const dialog = document.body.querySelector('.jp-Dialog')!;
+      expect(dialog.textContent).toContain("will leave its cluster's queue");
+      const buttons = Array.from(
+        dialog.querySelectorAll<HTMLButtonElement>('.jp-Dialog-button')
+      );
+      expect(buttons.map(b => b.textContent)).toEqual([
+        'Keep waiting',
+        'Cancel job run'
+      ]);
+      buttons[1].click();
+      await advance(0);
+      expect(requests.filter(r => r.startsWith('POST'))).toEqual([
+        `POST ${ID}/cancel`
+      ]);
     });
 
     it('polls an active job run and goes back to the list', async () => {

@@ -232,6 +232,8 @@ export interface IJob {
   status: JobStatus;
   /** why it ended */
   reason: string | null;
+  /** while QUEUED: its place in line and why */
+  queue: IJobQueue | null;
   /** the status is SUCCEEDED, FAILED or CANCELLED */
   finished: boolean;
   experiment_name: string;
@@ -338,6 +340,8 @@ export interface IJobDetail {
   status: JobStatus;
   /** why it ended */
   reason: string | null;
+  /** while QUEUED: its place in line and why */
+  queue: IJobQueue | null;
   /** the status is SUCCEEDED, FAILED or CANCELLED */
   finished: boolean;
   experiment_name: string;
@@ -415,15 +419,36 @@ export interface IJobNode {
 }
 
 /**
- * The status of a job run, and of each of its attempts (never PENDING), in the
- * order of its life.
+ * Where a QUEUED job run stands in its cluster's queue (first come, first
+ * served across every Jupyter server and shell that submits to the cluster).
+ */
+export interface IJobQueue {
+  /** 1: next to start, once what it needs is free */
+  position: number;
+  /** job runs waiting in this cluster's queue */
+  total: number;
+  /** the first job runs ahead of it (ids) */
+  ahead: string[];
+  /** why it waits, for people */
+  reason: string;
+  /** its place in line: when it was submitted */
+  since: number;
+  /** the cluster's address */
+  cluster: string | null;
+}
+
+/**
+ * The status of a job run, and of each of its attempts (never PENDING or
+ * QUEUED), in the order of its life. QUEUED: its next attempt waits in its
+ * cluster's queue for resources (`backends/queue_line.py`).
  */
 export type JobStatus =
-  'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+  'PENDING' | 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 
 /** Every JobStatus, in order. */
 export const JOB_STATUSES: readonly JobStatus[] = [
   'PENDING',
+  'QUEUED',
   'RUNNING',
   'SUCCEEDED',
   'FAILED',
@@ -810,7 +835,11 @@ export interface IXidError {
   xid: number;
 }
 
-export const ACTIVE_JOB_STATUSES: readonly JobStatus[] = ['PENDING', 'RUNNING'];
+export const ACTIVE_JOB_STATUSES: readonly JobStatus[] = [
+  'PENDING',
+  'QUEUED',
+  'RUNNING'
+];
 
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = [
   'SUCCEEDED',

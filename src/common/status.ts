@@ -1,7 +1,7 @@
 /**
  * Statuses in words and colours, for MLflow runs (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED)
- * and job runs (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED) alike: the run displays, the
- * Experiment and Workloads panels and the Logs view say and colour them the same way.
+ * and job runs (PENDING, QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED) alike: the run displays,
+ * the Experiment and Workloads panels and the Logs view say and colour them the same way.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -20,6 +20,8 @@ export function statusLabel(trans: TranslationBundle, status: unknown): string {
       return trans.__('Scheduled');
     case 'PENDING':
       return trans.__('Pending');
+    case 'QUEUED':
+      return trans.__('Queued');
     case 'SUCCEEDED':
       return trans.__('Succeeded');
     case 'CANCELLED':
@@ -34,7 +36,8 @@ export function statusLabel(trans: TranslationBundle, status: unknown): string {
 
 /**
  * The CSS modifier of a status badge: running in the brand colour, finished (succeeded) green,
- * failed red, killed (cancelled) orange, scheduled (pending) grey; `jp-air-status-other` else.
+ * failed red, killed (cancelled) orange, scheduled (pending) grey, queued (a job run waiting in
+ * its cluster's queue) amber; `jp-air-status-other` else.
  */
 export function statusClass(status: unknown): string {
   switch (status) {
@@ -51,6 +54,8 @@ export function statusClass(status: unknown): string {
     case 'SCHEDULED':
     case 'PENDING':
       return 'jp-air-status-scheduled';
+    case 'QUEUED':
+      return 'jp-air-status-queued';
     default:
       return 'jp-air-status-other';
   }

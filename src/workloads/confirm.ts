@@ -12,15 +12,25 @@ export async function confirmCancelDialog(
   trans: TranslationBundle,
   job: IJob
 ): Promise<boolean> {
+  // queued: nothing runs yet, it only leaves its cluster's queue
+  const queued = job.status === 'QUEUED';
   const result = await showDialog({
     title: trans.__('Cancel this job run?'),
-    body: trans.__(
-      '%1 (job run %2) will be stopped: every node gets SIGTERM, then SIGKILL after a grace period. It ends CANCELLED and is not retried.',
-      jobName(job),
-      job.id
-    ),
+    body: queued
+      ? trans.__(
+          "%1 (job run %2) will leave its cluster's queue without running. It ends CANCELLED and is not retried.",
+          jobName(job),
+          job.id
+        )
+      : trans.__(
+          '%1 (job run %2) will be stopped: every node gets SIGTERM, then SIGKILL after a grace period. It ends CANCELLED and is not retried.',
+          jobName(job),
+          job.id
+        ),
     buttons: [
-      Dialog.cancelButton({ label: trans.__('Keep running') }),
+      Dialog.cancelButton({
+        label: queued ? trans.__('Keep waiting') : trans.__('Keep running')
+      }),
       Dialog.warnButton({ label: trans.__('Cancel job run') })
     ]
   });

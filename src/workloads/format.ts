@@ -1,6 +1,6 @@
 /**
- * Text of job runs: names, compute, times, durations and why an attempt ended (statuses:
- * common/status.ts).
+ * Text of job runs: names, compute, times, durations, a queued job run's place in line and why an
+ * attempt ended (statuses: common/status.ts).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -10,7 +10,7 @@ import {
   formatRunDuration,
   formatStartTime
 } from '../mlflow/format';
-import { IAttempt, ICompute, IJob } from './types';
+import { IAttempt, ICompute, IJob, IJobQueue } from './types';
 
 /** What a job asks for: `CPU`, `2 x GPU`, `2 nodes x 1 x H100` (as `air list runs` says it). */
 export function computeText(
@@ -102,6 +102,85 @@ export function attemptsText(
     return trans.__('first attempt starting');
   }
   return trans._n('%1 attempt', '%1 attempts', count);
+}
+
+const ORDINALS = new Intl.PluralRules('en', { type: 'ordinal' });
+
+/** An ordinal: `1st`, `2nd`, `3rd`, `11th`, `22nd`. */
+export function ordinal(trans: TranslationBundle, n: number): string {
+  switch (ORDINALS.select(n)) {
+    case 'one':
+      return trans.__('%1st', n);
+    case 'two':
+      return trans.__('%1nd', n);
+    case 'few':
+      return trans.__('%1rd', n);
+    default:
+      return trans.__('%1th', n);
+  }
+}
+
+/** A queued job run's place (1: next to start) and the queue's length, when the server said. */
+function queuePlace(
+  queue: IJobQueue | null | undefined
+): { position: number; total: number | null } | null {
+  if (!queue || typeof queue !== 'object') {
+    return null;
+  }
+  const position = num(queue.position);
+  if (position === null || position < 1) {
+    return null;
+  }
+  const total = num(queue.total);
+  return {
+    position: Math.floor(position),
+    total: total !== null && total >= position ? Math.floor(total) : null
+  };
+}
+
+/** Why a queued job run waits, as the server says it; `''` when it did not. */
+export function queueReason(queue: IJobQueue | null | undefined): string {
+  return queue && typeof queue === 'object' && typeof queue.reason === 'string'
+    ? queue.reason
+    : '';
+}
+
+/** A queued job run's place, for the list: `Queued · 2nd of 3`; `Queued` when not known. */
+export function queueShortText(
+  trans: TranslationBundle,
+  queue: IJobQueue | null | undefined
+): string {
+  const place = queuePlace(queue);
+  if (place === null) {
+    return trans.__('Queued');
+  }
+  const where = ordinal(trans, place.position);
+  return place.total === null
+    ? trans.__('Queued · %1', where)
+    : trans.__('Queued · %1 of %2', where, place.total);
+}
+
+/**
+ * A queued job run's place and why it waits, for its page: `2nd in line of 3 — Waiting for 2 GPU
+ * free`; `''` when the server said neither.
+ */
+export function queueText(
+  trans: TranslationBundle,
+  queue: IJobQueue | null | undefined
+): string {
+  const place = queuePlace(queue);
+  const where =
+    place === null
+      ? ''
+      : place.total === null
+        ? trans.__('%1 in line', ordinal(trans, place.position))
+        : trans.__(
+            '%1 in line of %2',
+            ordinal(trans, place.position),
+            place.total
+          );
+  const reason = queueReason(queue);
+  return where && reason ? trans.__('%1 — %2', where, reason) : where || reason;
 }
 
 /** Why an attempt ended: its reason, else its exit code, signal or timeout; `''` when none. */

@@ -1,7 +1,8 @@
 /**
- * The facts of a job run's page: experiment, command, compute, attempts and retries, timeout,
- * working folder, where it was submitted from, by whom and when it started and ended, a supervisor
- * not seen for a while; and the workload YAML as it was submitted (or why there is none).
+ * The facts of a job run's page: while it is queued its place in line and why it waits;
+ * experiment, command, compute, attempts and retries, timeout, working folder, where it was
+ * submitted from, by whom and when it started and ended, a supervisor not seen for a while; and
+ * the workload YAML as it was submitted (or why there is none).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -11,7 +12,8 @@ import {
   attemptsText,
   commandText,
   computeText,
-  formatTimeFull
+  formatTimeFull,
+  queueText
 } from './format';
 import { IJob } from './types';
 
@@ -65,6 +67,11 @@ export class JobFacts {
       [trans.__('Started'), formatTimeFull(job.started_at) || NONE],
       [trans.__('Ended'), formatTimeFull(job.ended_at) || NONE]
     ];
+    const queue = job.status === 'QUEUED' ? queueText(trans, job.queue) : '';
+    if (queue) {
+      // waiting in its cluster's queue for resources in use: first, it is what happens now
+      facts.unshift([trans.__('Queue'), queue]);
+    }
     if (typeof job.supervisor_silent_s === 'number') {
       // an active job run whose supervisor stopped beating: the server ends it if it is gone
       const seconds = Math.round(job.supervisor_silent_s);
@@ -129,7 +136,9 @@ export class JobFacts {
 /** The backend and, for the last attempt, its nodes' hosts: "ray (10.0.0.5:6379): 10.0.0.7, …". */
 export function whereText(trans: TranslationBundle, job: IJob): string {
   const backend = job.backend || 'local';
-  const label = job.cluster ? `${backend} (${job.cluster})` : backend;
+  const label = job.cluster
+    ? trans.__('%1 (%2)', backend, job.cluster)
+    : backend;
   const attempts = Array.isArray(job.attempts) ? job.attempts : [];
   const last = attempts.length ? attempts[attempts.length - 1] : undefined;
   const hosts = (last?.nodes ?? [])

@@ -1,7 +1,7 @@
 /**
  * The state of a job run's page, without any DOM: the job run (with its YAML), polled every 3 s
- * while it is active and the page is shown (backing off while the server fails), and its
- * cancellation.
+ * while it is active (pending, queued or running) and the page is shown (backing off while the
+ * server fails), and its cancellation.
  */
 import { APIError, describeError } from '../api';
 import { PolledModel } from '../common/polled-model';

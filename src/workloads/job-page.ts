@@ -209,7 +209,11 @@ export class JobPage {
             'This job run is over (%1)',
             statusLabel(trans, job.status).toLowerCase()
           )
-        : trans.__('Stop this job run (after a confirmation)')
+        : job.status === 'QUEUED'
+          ? trans.__(
+              'Take this job run out of its queue (after a confirmation)'
+            )
+          : trans.__('Stop this job run (after a confirmation)')
     );
     this._experimentButton.disabled = !job.experiment_id;
     setText(

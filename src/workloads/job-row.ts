@@ -1,7 +1,8 @@
 /**
  * One job run in the Workloads panel's list: name, status badge, experiment, compute, attempts,
- * submitted/started/ended times and duration (ticking while it runs). Built once per job id and
- * updated in place on each poll; a click (or Enter) opens the job run's page.
+ * submitted/started/ended times and duration (ticking while it runs), and while it is queued its
+ * place in line (why it waits: the tooltip). Built once per job id and updated in place on each
+ * poll; a click (or Enter) opens the job run's page.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -14,7 +15,9 @@ import {
   formatElapsed,
   formatTime,
   formatTimeFull,
-  jobName
+  jobName,
+  queueReason,
+  queueShortText
 } from './format';
 import { IJob, isActiveStatus } from './types';
 
@@ -50,8 +53,9 @@ export class JobRow {
     this._duration = h('span', 'jp-air-wl-job-duration');
     line3.append(this._times, this._duration);
 
+    this._queue = h('div', 'jp-air-wl-job-queue');
     this._reason = h('div', 'jp-air-wl-job-reason');
-    this.node.append(line1, line2, line3, this._reason);
+    this.node.append(line1, line2, line3, this._queue, this._reason);
 
     this.node.addEventListener('click', () => onOpen(this));
     this.node.addEventListener('keydown', event => {
@@ -78,7 +82,10 @@ export class JobRow {
     this.node.dataset.status = status;
     const name = jobName(job);
     setText(this._name, name);
-    setAttr(this.node, 'title', trans.__('Open job run %1', job.id));
+    const queued = status === 'QUEUED';
+    const waits = queued ? queueReason(job.queue) : '';
+    const open = trans.__('Open job run %1', job.id);
+    setAttr(this.node, 'title', waits ? `${waits}\n${open}` : open);
 
     setText(this._status, statusLabel(trans, status));
     const statusClassName = `jp-air-wl-job-status jp-air-badge jp-air-status-badge ${statusClass(status)}`;
@@ -98,7 +105,8 @@ export class JobRow {
     const attempts = Array.isArray(job.attempts) ? job.attempts.length : 0;
     setText(
       this._attempts,
-      attemptsText(trans, attempts, isActiveStatus(job.status))
+      // queued: no attempt is starting yet
+      attemptsText(trans, attempts, isActiveStatus(status) && !queued)
     );
     setAttr(
       this._attempts,
@@ -125,6 +133,10 @@ export class JobRow {
     ].filter(Boolean);
     setAttr(this._times, 'title', full.join('\n'));
 
+    setText(this._queue, queued ? queueShortText(trans, job.queue) : '');
+    setAttr(this._queue, 'title', waits);
+    setHidden(this._queue, !queued);
+
     const reason = !isActiveStatus(status) && job.reason ? job.reason : '';
     setText(this._reason, reason);
     setHidden(this._reason, !reason);
@@ -150,6 +162,7 @@ export class JobRow {
   private readonly _attempts: HTMLSpanElement;
   private readonly _times: HTMLSpanElement;
   private readonly _duration: HTMLSpanElement;
+  private readonly _queue: HTMLDivElement;
   private readonly _reason: HTMLDivElement;
   private _job: IJob | null = null;
 }

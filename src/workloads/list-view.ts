@@ -33,7 +33,7 @@ function filterLabel(
     return trans.__('All');
   }
   return filter === 'ACTIVE'
-    ? trans.__('Active (pending, running)')
+    ? trans.__('Active (pending, queued, running)')
     : statusLabel(trans, filter);
 }
 

@@ -4,9 +4,9 @@
  *
  * - The filters and the page go to the server (`workloads?status=…&experiment=…&limit&offset`),
  *   which answers newest first with the total, so thousands of job runs page cheaply.
- * - While started (the list is shown) it polls: every 3 s while a job run shown is PENDING or
- *   RUNNING (statuses and durations stay live), else every 30 s (backing off while the server
- *   fails). Stopped (hidden), nothing is sent.
+ * - While started (the list is shown) it polls: every 3 s while a job run shown is active
+ *   (PENDING, QUEUED or RUNNING: statuses, places in line and durations stay live), else every
+ *   30 s (backing off while the server fails). Stopped (hidden), nothing is sent.
  * - An answer to an older query (the user changed a filter or the page meanwhile) is dropped.
  */
 import { PolledModel } from '../common/polled-model';
@@ -26,7 +26,7 @@ export const IDLE_POLL_MS = 30000;
 /** Job runs per page. */
 export const PAGE_SIZE = 50;
 
-/** The status filter: every job run, the active ones (pending or running), or one status. */
+/** The status filter: every job run, the active ones (pending, queued, running), or one status. */
 export type WorkloadsStatusFilter =
   'ALL' | 'ACTIVE' | (typeof JOB_STATUSES)[number];
 

@@ -16,6 +16,7 @@ export type {
   ICompute,
   IJobAttempt as IAttempt,
   IJobNode,
+  IJobQueue,
   IRunLinks as IAttemptLinks,
   IWorkloadsPage,
   JobStatus

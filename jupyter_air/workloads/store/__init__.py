@@ -21,6 +21,7 @@ from .records import (
     FAILED,
     JOB_STATUSES,
     PENDING,
+    QUEUED,
     RUNNING,
     SUCCEEDED,
     TERMINAL,
@@ -41,7 +42,8 @@ from .schedule_rows import ScheduleRows
 from .schema import _SCHEMA, SCHEMA_MIGRATIONS, SCHEMA_VERSION
 
 __all__ = [
-    "ACTIVE", "CANCELLED", "FAILED", "JOB_STATUSES", "MAX_WARNINGS", "PENDING", "RUNNING",
+    "ACTIVE", "CANCELLED", "FAILED", "JOB_STATUSES", "MAX_WARNINGS", "PENDING", "QUEUED",
+    "RUNNING",
     "SCHEMA_MIGRATIONS", "SCHEMA_VERSION", "SUCCEEDED", "TERMINAL", "_SCHEMA", "AlreadySubmitted",
     "Attempt", "Firing", "JobFilter", "JobNotFound", "JobRun", "JobStore", "LogFile",
     "NodeProcess", "Schedule", "ScheduleExists", "ScheduleNotFound", "StoreError",

@@ -14,6 +14,7 @@ from .filters import JobFilter, _job_filter
 from .records import (
     _JOB_JSON,
     PENDING,
+    QUEUED,
     RUNNING,
     TERMINAL,
     AlreadySubmitted,
@@ -145,13 +146,34 @@ class JobRows(AttemptRows):
             )
             return cursor.rowcount == 1
 
+    def mark_queued(self, job_id: str, queue: dict[str, Any]) -> bool:
+        """RUNNING (or QUEUED) → QUEUED with its place in line and why it waits; False when the
+        job run has ended meanwhile."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET status = ?, queue = ? WHERE id = ? AND status IN (?, ?)",
+                (QUEUED, json.dumps(queue), job_id, RUNNING, QUEUED),
+            )
+            return cursor.rowcount == 1
+
+    def mark_dequeued(self, job_id: str) -> None:
+        """QUEUED → RUNNING: its resources are held. The job run counts as started from here
+        when it had not run before (its first attempt waited)."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = ?, queue = NULL, started_at = CASE WHEN EXISTS "
+                "(SELECT 1 FROM attempts WHERE job_id = jobs.id) THEN started_at ELSE ? END "
+                "WHERE id = ? AND status = ?",
+                (RUNNING, time.time(), job_id, QUEUED),
+            )
+
     def finish_job(self, job_id: str, status: str, reason: str | None) -> bool:
         """End a job run (once: False when it had already ended)."""
         if status not in TERMINAL:
             raise ValueError(f"a job run ends {sorted(TERMINAL)}, not {status!r}")
         with self._write() as conn:
             cursor = conn.execute(
-                f"UPDATE jobs SET status = ?, reason = ?, ended_at = ? WHERE id = ? "
+                f"UPDATE jobs SET status = ?, reason = ?, ended_at = ?, queue = NULL WHERE id = ? "
                 f"AND status NOT IN ({', '.join('?' * len(TERMINAL))})",
                 (status, reason, time.time(), job_id, *sorted(TERMINAL)),
             )

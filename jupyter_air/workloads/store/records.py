@@ -12,7 +12,7 @@ from typing import Any
 from ...api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
 
 # the statuses of a job run (api/enums.py), by the names the workloads code uses
-PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
+PENDING, QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = JobStatus
 JOB_STATUSES = tuple(JobStatus)
 TERMINAL = JOB_TERMINAL
 ACTIVE = JOB_ACTIVE
@@ -146,6 +146,8 @@ class JobRun:
     idempotency_key: str | None = None
     schedule_id: str | None = None
     schedule_name: str | None = None
+    # while QUEUED: {position (1: next), ahead, reason, since, cluster} (backends/queue_line.py)
+    queue: dict[str, Any] | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -204,6 +206,7 @@ def _job(row: sqlite3.Row) -> JobRun:
     for name in _JOB_JSON:
         empty: Any = [] if name in ("gpus", "warnings") else {}
         data[name] = json.loads(data[name]) if data.get(name) else empty
+    data["queue"] = json.loads(data["queue"]) if data.get("queue") else None
     return JobRun(**data)
 
 

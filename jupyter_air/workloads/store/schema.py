@@ -4,7 +4,7 @@ version, and ``SCHEMA_MIGRATIONS[n]`` takes it from version n to n + 1.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 _SCHEMA = [
@@ -159,5 +159,10 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         # JSON: the checkpoint an attempt started from, what it saved, torch elastic's restarts
         # (workloads/checkpoints.py)
         "ALTER TABLE attempts ADD COLUMN checkpoint TEXT",
+    ],
+    8: [
+        # JSON while the job run is QUEUED: its place in its cluster's line and why it waits
+        # ({position, ahead, reason, since, cluster}); NULL otherwise
+        "ALTER TABLE jobs ADD COLUMN queue TEXT",
     ],
 }

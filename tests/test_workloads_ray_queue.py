@@ -1,0 +1,145 @@
+"""The cluster's queue on a real Ray cluster (tests/ray_cluster.py): two users, each with a data
+folder of their own (as two Jupyter servers have), submit to one cluster. A job run that fits
+the cluster but not what is free waits QUEUED, in the order submitted across both, with its
+place and the reason; it starts by itself when the one ahead ends; it can be cancelled while
+queued; ``queue_timeout_minutes`` ends a wait with the reason; nothing of a queued attempt
+(run, logs, processes) exists before it starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from workloads_support import PY, cli_env, wait_for, wait_until, write
+
+from jupyter_air.logs.query import query_logs
+from jupyter_air.workloads.store import JobStore
+
+HOLD = """
+import os, sys, time
+tag = sys.argv[1]
+print(f"{tag} started on node {os.environ['NODE_RANK']}", flush=True)
+release = os.path.join(sys.argv[2], "release-" + tag)
+deadline = time.monotonic() + 300
+while not os.path.exists(release) and time.monotonic() < deadline:
+    time.sleep(0.2)
+print(f"{tag} done", flush=True)
+"""
+
+
+@pytest.fixture
+def users(ray_cluster, mlflow_server, monkeypatch, tmp_path):
+    """Two users of one cluster: alice and bob, each with a data folder of their own."""
+    env = cli_env(monkeypatch, tmp_path, mlflow_server, cluster=ray_cluster)
+    for name, value in ray_cluster.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
+    ray_cluster.ensure(3)
+    env.work = tmp_path / "work"  # the workloads' folder (snapshotted): no data folder in it
+    write(env.work, "hold.py", HOLD)
+    base = dict(os.environ)
+    env.users = {
+        name: {**base, "JUPYTER_AIR_DATA_DIR": str(tmp_path / f"data-{name}"),
+               "JUPYTERHUB_USER": name}
+        for name in ("alice", "bob")
+    }  # fmt: skip
+    env.stores = {name: JobStore.for_data_dir(tmp_path / f"data-{name}") for name in env.users}
+    return env
+
+
+def air_as(env, user: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_air.cli", *args],
+        capture_output=True, text=True, timeout=120, cwd=env.work, env=env.users[user],
+    )  # fmt: skip
+
+
+def submit(env, user: str, tag: str, nodes: int, extra: str = "") -> str:
+    spec = write(
+        env.work,
+        f"{tag}.yaml",
+        f"experiment_name: queue-{env.tmp.name}\nmlflow_run_name: {tag}\n"
+        f"compute: {{num_nodes: {nodes}, num_accelerators: 2, accelerator_type: GPU, "
+        f"backend: ray}}\n{extra}command: {PY} hold.py {tag} {env.tmp}\n",
+    )
+    result = air_as(env, user, "run", str(spec), "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["id"]
+
+
+def started(env, user: str, job_id: str, tag: str) -> bool:
+    lines = query_logs(env.stores[user], job_id, node=0).lines
+    return any(line.text.startswith(f"{tag} started") for line in lines)
+
+
+def release(env, tag: str) -> None:
+    Path(env.tmp, f"release-{tag}").write_text("")
+
+
+def test_a_busy_cluster_queues_job_runs_first_come_first_served_across_users(users):
+    env = users
+    alice, bob = env.stores["alice"], env.stores["bob"]
+    nodes = env.cluster.size  # every GPU of the cluster
+    shape = f"Waiting for {nodes} nodes with 2 GPU and 1 CPU free, each on a different machine; "
+
+    first = submit(env, "alice", "first", nodes)
+    wait_until(lambda: started(env, "alice", first, "first"), 180, "the first job run to start")
+    assert alice.get_job(first).queue is None  # placed at once: never queued
+
+    # bob's job run fits the cluster, not what is free: QUEUED, next in line, told why
+    second = submit(env, "bob", "second", nodes)
+    wait_until(lambda: bob.get_job(second).status == "QUEUED", 120, "bob's run to queue")
+    queued = bob.get_job(second)
+    assert queued.queue["position"] == 1 and queued.queue["total"] == 1, queued.queue
+    assert queued.queue["reason"].startswith(shape), queued.queue
+    assert queued.attempts == []  # no MLflow run, no logs, no process before it starts
+
+    # alice's next one waits behind bob's, across data folders
+    third = submit(env, "alice", "third", nodes)
+    wait_until(lambda: (alice.get_job(third).queue or {}).get("position") == 2, 120, "a 2nd place")
+    place = alice.get_job(third).queue
+    assert place["total"] == 2 and place["ahead"] == [second], place
+    assert place["reason"].startswith(f"2nd in line, behind job run {second} (bob, "), place
+    shown = air_as(env, "alice", "get", "run", third)
+    assert f"QUEUED (2nd in line, behind job run {second}" in shown.stdout, shown.stdout
+    assert "2nd of 2 in the queue of" in shown.stdout, shown.stdout
+    listed = air_as(env, "alice", "list", "runs")
+    assert "QUEUED 2nd of 2" in listed.stdout, listed.stdout
+    view = json.loads(air_as(env, "alice", "get", "run", third, "-o", "json").stdout)
+    assert view["status"] == "QUEUED" and view["queue"]["position"] == 2
+
+    # a wait with a limit ends with the reason; it is not retried
+    limited = submit(env, "bob", "limited", nodes, "queue_timeout_minutes: 0.05\nmax_retries: 2\n")
+    ended = wait_for(bob, limited, timeout=120)
+    assert ended.status == "FAILED", ended.reason
+    assert ended.reason.startswith("queued for longer than 0.05 min (queue_timeout_minutes), "
+                                   "3rd in line, behind job runs "), ended.reason  # fmt: skip
+    assert ended.attempts == [] and ended.queue is None
+
+    # cancelled while queued: nothing ran, and bob's place is unchanged
+    cancelled = air_as(env, "alice", "cancel", third)
+    assert cancelled.returncode == 0, cancelled.stderr
+    gone = alice.get_job(third)
+    assert gone.status == "CANCELLED" and gone.reason == "cancelled (air cancel) while queued"
+    assert gone.attempts == []
+    assert bob.get_job(second).status == "QUEUED"
+
+    # the first ends: bob's starts by itself, on resources the first no longer holds
+    release(env, "first")
+    done = wait_for(alice, first, timeout=120)
+    assert done.status == "SUCCEEDED", done.reason
+    wait_until(lambda: started(env, "bob", second, "second"), 180, "bob's run to start")
+    running = bob.get_job(second)
+    assert running.status == "RUNNING" and running.queue is None
+    assert running.attempts[0].started_at >= done.attempts[0].ended_at
+    waited = running.attempts[0].started_at - done.attempts[0].ended_at
+    print(f"resources free → the queued job run's attempt started: {waited:.2f} s")
+    release(env, "second")
+    finished = wait_for(bob, second, timeout=120)
+    assert finished.status == "SUCCEEDED", finished.reason
+    assert len(finished.attempts) == 1 and finished.attempts[0].mlflow_run_id
+    assert env.client.get_run(finished.attempts[0].mlflow_run_id).info.status == "FINISHED"
