@@ -6,14 +6,20 @@ place; ``follow`` telling the place. On a real Ray cluster: test_workloads_ray_q
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
+from fake_nvml import FakeGpu, FakeNvml
+from test_workloads_jobs import start
 from test_workloads_store import new_job
+from workloads_support import PY, air_environment, wait_for, wait_until, write
 
 from jupyter_air.backends.agent import GroupAgent
 from jupyter_air.backends.base import GroupLaunch, NodeInfo, NodeState, QueueTimeout, Waiter
 from jupyter_air.backends.queue_line import MAX_TICKETS, LineFull, QueueLine, Ticket
 from jupyter_air.logs.follow import JobEnded, Queued, follow
+from jupyter_air.logs.query import query_logs
+from jupyter_air.workloads.capacity import gpu_inventory
 from jupyter_air.workloads.store import JobStore
 
 
@@ -142,7 +148,7 @@ def agent(backend: QueueingBackend, cancel: threading.Event, **more) -> GroupAge
 
     return GroupAgent(backend, Hooks(backend.events), max_restarts=2, grace_s=1,
                       cancelled=cancel.is_set, cancel_reason=lambda: "cancelled (air cancel)",
-                      waiter=waiter, **more)  # fmt: skip
+                      waiter=waiter, queue=backend.wait_for_room, **more)  # fmt: skip
 
 
 def test_an_attempt_exists_only_once_its_resources_are_held():
@@ -212,3 +218,67 @@ def test_following_a_job_run_tells_its_place_each_time_it_changes(tmp_path):
     assert next(events).text() == "Queued (1st of 1): Waiting for 1 node"
     store.finish_job(job.id, "FAILED", "queued for longer than 1 min")
     assert isinstance(next(events), JobEnded)
+
+
+# the local queue, end to end ---------------------------------------------------------------------
+HOLD = """
+import os, sys, time
+print("gpus", os.environ["CUDA_VISIBLE_DEVICES"], flush=True)
+deadline = time.monotonic() + 120
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.1)
+"""
+
+
+@pytest.fixture
+def env(mlflow_server, monkeypatch, tmp_path):
+    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
+    return SimpleNamespace(store=JobStore.for_data_dir(data), tmp=tmp_path)
+
+
+def test_on_one_machine_a_job_run_waits_for_gpus_other_job_runs_hold(env):
+    (env.tmp / "work").mkdir()
+    write(env.tmp, "work/hold.py", HOLD)
+    inventory = gpu_inventory(FakeNvml([FakeGpu(uuid="GPU-a"), FakeGpu(uuid="GPU-b")]), {})
+
+    def run(name: str, gpus: int, more: str = "") -> str:
+        kind = (
+            f"num_accelerators: {gpus}, accelerator_type: GPU" if gpus else "accelerator_type: CPU"
+        )
+        text = (f"experiment_name: local-queue-{env.tmp.name}\nmlflow_run_name: {name}\n"
+                f"compute: {{{kind}}}\nworking_dir: work\n{more}"
+                f"command: {PY} hold.py {env.tmp / ('release-' + name)}\n")  # fmt: skip
+        return start(env, text, inventory).id
+
+    def lines(job_id: str) -> list[str]:
+        return [line.text for line in query_logs(env.store, job_id).lines]
+
+    both = run("both", 2)  # every GPU of the machine
+    wait_until(lambda: lines(both) == ["gpus 0,1"], 60, "the first job run to hold both GPUs")
+    one = run("one", 1)
+    wait_until(lambda: env.store.get_job(one).status == "QUEUED", 60, "the second to queue")
+    queued = env.store.get_job(one).queue
+    assert queued["position"] == 1
+    assert queued["reason"] == (
+        f"Waiting for 1 GPU of this machine (GPUs 0, 1); none free now, the others held by "
+        f"job run {both}"
+    )
+    other = run("other", 1)
+    wait_until(lambda: env.store.get_job(other).status == "QUEUED", 60, "the third to queue")
+    place = env.store.get_job(other).queue
+    assert (place["position"], place["total"], place["ahead"]) == (2, 2, [one])
+    assert place["reason"].startswith(f"2nd in line, behind job run {one} (")
+    cpu = run("cpu", 0)  # needs no GPU: never waits
+    (env.tmp / "release-cpu").write_text("")
+    assert wait_for(env.store, cpu, timeout=60).status == "SUCCEEDED"
+    assert env.store.get_job(other).status == "QUEUED"
+
+    (env.tmp / "release-both").write_text("")  # both GPUs free: the two queued ones start
+    assert wait_for(env.store, both, timeout=60).status == "SUCCEEDED"
+    wait_until(lambda: lines(one) and lines(other), 60, "the queued job runs to start")
+    assert sorted(lines(one) + lines(other)) == ["gpus 0", "gpus 1"]  # never the same GPU
+    for name, job_id in (("one", one), ("other", other)):
+        (env.tmp / f"release-{name}").write_text("")
+        ended = wait_for(env.store, job_id, timeout=60)
+        assert ended.status == "SUCCEEDED" and ended.queue is None
+        assert ended.attempts[0].started_at >= env.store.get_job(both).attempts[0].ended_at

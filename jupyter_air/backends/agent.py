@@ -78,10 +78,12 @@ class GroupAgent:
         poll_s: float = 0.1,
         failing: Callable[[], str | None] | None = None,
         waiter: Callable[[int], Waiter] | None = None,
+        queue: Callable[[Waiter], bool] | None = None,
     ) -> None:
         self.backend = backend
-        # each attempt's place in its cluster's queue, on a backend that has one
-        self.waiter = waiter
+        # the queue each attempt waits in for its resources (the Ray backend's
+        # ``wait_for_room``, the local queue), told who waits by ``waiter``
+        self.waiter, self.queue = waiter, queue
         # why the attempt must stop although its nodes run (a full disk), and not be retried
         self.failing = failing
         self.hooks = hooks
@@ -146,11 +148,10 @@ class GroupAgent:
     def _wait_for_room(self, attempt: int) -> Outcome | None:
         """Wait in the cluster's queue until the attempt's resources are held (before its
         MLflow run and logs exist: a queued attempt has none). None: go on."""
-        wait = getattr(self.backend, "wait_for_room", None)
-        if self.waiter is None or wait is None:
+        if self.waiter is None or self.queue is None:
             return None
         try:
-            if not wait(self.waiter(attempt)):
+            if not self.queue(self.waiter(attempt)):
                 return Outcome(CANCELLED, f"{self.cancel_reason()} while queued")
         except QueueTimeout as error:
             return Outcome(FAILED, str(error), retry=False)

@@ -91,3 +91,16 @@ class QueueLine:
         now = self.clock()
         for ticket_id in [k for k, seen in self._seen.items() if now - seen > self.stale_s]:
             self.leave(ticket_id)
+
+
+def behind(place: Place) -> str:
+    """Who is ahead, for people: "behind job run 3f2a… (bob, waiting since 14:02)"."""
+    shown = []
+    for ticket in place.ahead:
+        when = time.strftime("%H:%M", time.localtime(ticket["since"]))
+        who = f"{ticket['user']}, " if ticket.get("user") else ""
+        shown.append(f"{ticket['job_id']} ({who}submitted {when})")
+    more = place.position - 1 - len(shown)
+    listed = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+    runs = "job run" if place.position == 2 else "job runs"
+    return f"behind {runs} {listed}"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..rendering import ordinal
 from .base import PlacementError, QueueTimeout, Waiter
-from .queue_line import Place, QueueLine, Ticket
+from .queue_line import Place, QueueLine, Ticket, behind
 
 if TYPE_CHECKING:
     from .ray_backend import RayBackend
@@ -72,19 +72,6 @@ def line_keeper(namespace: str) -> Any:
     )
 
 
-def behind(place: Place) -> str:
-    """Who is ahead, for people: "behind job run 3f2a… (bob, waiting since 14:02)"."""
-    shown = []
-    for ticket in place.ahead:
-        when = time.strftime("%H:%M", time.localtime(ticket["since"]))
-        who = f"{ticket['user']}, " if ticket.get("user") else ""
-        shown.append(f"{ticket['job_id']} ({who}submitted {when})")
-    more = place.position - 1 - len(shown)
-    listed = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
-    runs = "job run" if place.position == 2 else "job runs"
-    return f"behind {runs} {listed}"
-
-
 class RayQueue:
     """One attempt's wait in the cluster's line, then its placement group held."""
 
@@ -114,7 +101,11 @@ class RayQueue:
                 place = self._beat()
                 if place is not None and place.position == 1 and self.group is None:
                     self.group = self._placement_group()
-                if self.group is not None and self._ready(first=self.told is None):
+                # the first in line waits on its placement group itself: it starts the moment
+                # Ray places it, not at the next beat
+                if self.group is not None and self._ready(
+                    FIRST_LOOK_S if not self.told else BEAT_S
+                ):
                     self._leave()
                     group, self.group = self.group, None
                     if self.told is not None:
@@ -130,7 +121,8 @@ class RayQueue:
                         f"queued for longer than {minutes} min (queue_timeout_minutes), "
                         f"{why[0].lower()}{why[1:]}"
                     )
-                waiter.pause(BEAT_S)
+                if self.group is None:
+                    waiter.pause(BEAT_S)
         finally:
             if self.group is not None:
                 remove_placement_group(self.group)
@@ -197,10 +189,10 @@ class RayQueue:
             name=f"jupyter-air-{self.waiter.job_id}-{self.waiter.attempt}",
         )
 
-    def _ready(self, first: bool) -> bool:
+    def _ready(self, timeout_s: float) -> bool:
         import ray
 
-        ready, _ = ray.wait([self.group.ready()], timeout=FIRST_LOOK_S if first else 0.1)
+        ready, _ = ray.wait([self.group.ready()], timeout=timeout_s)
         return bool(ready)
 
     def _free_now(self) -> str:

@@ -4,8 +4,9 @@ GPUs come from the one inventory (``telemetry/inventory.py``: NVML, no CUDA init
 kernel that checks stays fork-safe), limited to what ``CUDA_VISIBLE_DEVICES`` names when the
 submitting process has it (MIG instances included, counted as ``.distributed()`` counts them).
 ``accelerator_type`` is ``GPU`` (any), ``CPU`` (no GPU at all) or a model name matched against
-NVML's device names (``H100`` matches "NVIDIA H100 80GB HBM3"). Jobs share GPUs: this is a check
-that they exist, not a scheduler. The inventory is a parameter, so tests can pretend to have
+NVML's device names (``H100`` matches "NVIDIA H100 80GB HBM3"). This is a check that they exist;
+which of them an attempt gets is decided when it starts, by the local queue (``local_queue.py``),
+among the GPUs that matched here. The inventory is a parameter, so tests can pretend to have
 "2 x A100".
 """
 
@@ -67,17 +68,24 @@ def gpu_inventory(nvml: Any = None, environ: Mapping[str, str] | None = None) ->
     return GpuInventory(gpus, limited)
 
 
+def matching_gpus(compute: Compute, inventory: GpuInventory) -> list[Gpu]:
+    """The GPUs of ``inventory`` that ``compute.accelerator_type`` accepts (none for CPU): what
+    the local queue may give the job run's attempts (``local_queue.py``)."""
+    if not compute.uses_gpus:
+        return []
+    wanted = compute.accelerator_type
+    if wanted == "GPU":
+        return list(inventory.gpus)
+    return [g for g in inventory.gpus if wanted.lower() in g.name.lower()]
+
+
 def assign_gpus(compute: Compute, inventory: GpuInventory) -> list[list[Gpu]]:
     """The GPUs of each node (``num_accelerators`` each, disjoint); raises CapacityError."""
     if not compute.uses_gpus:
         return [[] for _ in range(compute.num_nodes)]
     wanted = compute.accelerator_type
-    if wanted == "GPU":
-        matching = list(inventory.gpus)
-        what = "GPU"
-    else:
-        matching = [g for g in inventory.gpus if wanted.lower() in g.name.lower()]
-        what = f"{wanted} GPU"
+    matching = matching_gpus(compute, inventory)
+    what = "GPU" if wanted == "GPU" else f"{wanted} GPU"
     need = compute.num_accelerators * compute.num_nodes
     if len(matching) < need:
         per_node = ""

@@ -54,7 +54,7 @@ def dry_run(
     from ..backends.choice import choose
 
     choice = choose(spec.compute.backend, environ)
-    gpus, ray = place(spec, choice, inventory)
+    gpus, ray, _pool = place(spec, choice, inventory)
     try:
         code = _code(spec, data)
         connection = find_connection(require_tracking=False, start_embedded=False, data=data)

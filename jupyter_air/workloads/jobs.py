@@ -28,7 +28,7 @@ from ..pids import is_running, kill_job_processes, spawn_detached, stop_process
 from ..pids import process_start_time as start_time
 from ..private import private_folder
 from ..tracking.identity import NAMES as IDENTITY_NAMES
-from .capacity import GpuInventory, assign_gpus, gpu_inventory
+from .capacity import GpuInventory, assign_gpus, gpu_inventory, matching_gpus
 from .connection import Connection, find_connection
 from .paths import job_dir, new_job_id
 from .retention import purge_logs
@@ -98,7 +98,7 @@ def submit(
     if existing is not None:
         raise AlreadySubmitted(existing)
     choice = choose(spec.compute.backend, environ)
-    gpus, ray = place(spec, choice, inventory)
+    gpus, ray, pool = place(spec, choice, inventory)
     try:
         listing = code_listing(spec, store.data_dir)
     except BaseException:
@@ -119,7 +119,7 @@ def submit(
     try:
         return _submit(
             spec, store, connection, gpus, spec_yaml, spec_path, source, notebook, job_id,
-            environ, report, current_user(), choice, idempotency_key, listing, schedule,
+            environ, report, current_user(), choice, idempotency_key, listing, schedule, pool,
         )  # fmt: skip
     finally:
         if connection.lease is not None:  # the supervisor holds its own from now on
@@ -131,9 +131,10 @@ def place(
     spec: WorkloadSpec,
     choice: Choice,
     inventory: GpuInventory | Callable[[], GpuInventory] | None,
-) -> tuple[list[Any], RayBackend | None]:
+) -> tuple[list[Any], RayBackend | None, list[int]]:
     """Check the workload fits where it runs: the GPUs of each node on this machine (local),
-    or the Ray cluster's shape (ray; the backend is returned, connected, for one more check)."""
+    or the Ray cluster's shape (ray; the backend is returned, connected, for one more check).
+    Also the GPUs of this machine the workload accepts (local): its attempts' pool."""
     if choice.backend == "ray":
         from ..backends.choice import require_ray
         from ..backends.ray_backend import RayBackend
@@ -145,14 +146,15 @@ def place(
         except BaseException:
             ray.close()
             raise
-        return [[] for _ in range(spec.compute.num_nodes)], ray
+        return [[] for _ in range(spec.compute.num_nodes)], ray, []
     from ..backends.local import LocalBackend
 
     check_shape(LocalBackend(), spec)
     if callable(inventory):
         inventory = inventory()
-    gpus = assign_gpus(spec.compute, inventory if inventory is not None else gpu_inventory())
-    return gpus, None
+    inventory = inventory if inventory is not None else gpu_inventory()
+    gpus = assign_gpus(spec.compute, inventory)
+    return gpus, None, [g.index for g in matching_gpus(spec.compute, inventory)]
 
 
 def check_shape(backend: Backend, spec: WorkloadSpec) -> None:
@@ -200,6 +202,7 @@ def _submit(
     idempotency_key: str | None,
     listing: Listing | None,
     schedule: Schedule | None = None,
+    pool: list[int] | None = None,
 ) -> JobRun:
     from ..mlflow_server.records import Lease, ServerFiles, mlflow_folder
     from .snapshot import CODE_FOLDER, copy_snapshot, live_record
@@ -226,7 +229,8 @@ def _submit(
             max_retries=spec.max_retries,
             timeout_minutes=spec.timeout_minutes,
             working_dir=spec.working_dir,
-            spec={**spec.model_dump(), "code": code.to_dict()},
+            # gpu_pool: the GPUs its attempts may get (local_queue.py)
+            spec={**spec.model_dump(), "code": code.to_dict(), "gpu_pool": pool or []},
             spec_yaml=spec_yaml,
             spec_path=str(Path(spec_path).resolve()) if spec_path else None,
             source=source,

@@ -32,6 +32,7 @@ from ..disk import DiskWatch, no_space
 from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB
 from .attempts import JobAttempts
 from .heartbeat import Heartbeat
+from .local_queue import LocalQueue
 from .paths import job_dir
 from .reconcile import reconcile
 from .store import TERMINAL, JobRun, JobStore
@@ -178,6 +179,7 @@ class Supervisor:
             timeout_s=job.timeout_minutes * 60 if job.timeout_minutes else None,
             failing=attempts.failing,
             waiter=lambda attempt: self._waiter(job, attempt),
+            queue=getattr(backend, "wait_for_room", None) or LocalQueue(self.store, job).wait,
         )
         return self.agent.run()
 

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..paths import check_job_id
@@ -24,6 +25,18 @@ from .records import (
 )
 
 MAX_WARNINGS = 50
+
+
+@dataclass
+class GpuClaim:
+    """What ``claim_gpus`` found: the GPUs taken per node (None: wait), the job runs waiting
+    ahead for any of them (oldest first), who holds each GPU of the pool that is held, and how
+    many others wait for any of them."""
+
+    gpus: list[list[int]] | None
+    ahead: list[dict[str, Any]] = field(default_factory=list)
+    held: dict[int, str] = field(default_factory=dict)
+    waiting: int = 0
 
 
 class JobRows(AttemptRows):
@@ -166,6 +179,49 @@ class JobRows(AttemptRows):
                 "WHERE id = ? AND status = ?",
                 (RUNNING, time.time(), job_id, QUEUED),
             )
+
+    def claim_gpus(self, job_id: str, pool: list[int], nodes: int, per_node: int) -> GpuClaim:
+        """Take ``per_node`` GPUs of ``pool`` for each of ``nodes`` nodes, in one transaction:
+        only when no job run that waits for any of them was submitted before this one (first
+        come, first served) and enough are not held by a RUNNING local job run. Taken: the job
+        run is RUNNING with them as its ``gpus``."""
+        with self._write() as conn:
+            me = conn.execute(
+                "SELECT submitted_at, status FROM jobs WHERE id = ?", (job_id,)
+            ).fetchone()
+            if me is None:
+                raise JobNotFound(job_id)
+            if me["status"] not in (RUNNING, QUEUED):  # ended meanwhile (cancelled)
+                return GpuClaim(None)
+            rows = conn.execute(
+                "SELECT id, status, gpus, spec, user, submitted_at FROM jobs WHERE id != ? AND "
+                "status IN (?, ?) AND COALESCE(backend, 'local') = 'local' "
+                "ORDER BY submitted_at, id",
+                (job_id, RUNNING, QUEUED),
+            ).fetchall()
+            wanted, claim = set(pool), GpuClaim(None)
+            for row in rows:
+                if row["status"] == RUNNING:
+                    for gpu in (g for node in json.loads(row["gpus"] or "[]") for g in node):
+                        if gpu in wanted:
+                            claim.held[gpu] = row["id"]
+                elif wanted & set(json.loads(row["spec"] or "{}").get("gpu_pool") or []):
+                    claim.waiting += 1  # competes for the same GPUs
+                    if (row["submitted_at"], row["id"]) < (me[0], job_id):
+                        claim.ahead.append({"job_id": row["id"], "user": row["user"] or "",
+                                            "since": row["submitted_at"]})  # fmt: skip
+            free = [g for g in pool if g not in claim.held]
+            if claim.ahead or len(free) < nodes * per_node:
+                return claim
+            gpus = [free[k * per_node : (k + 1) * per_node] for k in range(nodes)]
+            conn.execute(
+                "UPDATE jobs SET gpus = ?, status = ?, queue = NULL, started_at = CASE WHEN "
+                "status = ? AND EXISTS (SELECT 1 FROM attempts WHERE job_id = jobs.id) THEN "
+                "started_at WHEN status = ? THEN ? ELSE started_at END WHERE id = ?",
+                (json.dumps(gpus), RUNNING, QUEUED, QUEUED, time.time(), job_id),
+            )
+            claim.gpus = gpus
+            return claim
 
     def finish_job(self, job_id: str, status: str, reason: str | None) -> bool:
         """End a job run (once: False when it had already ended)."""
