@@ -284,16 +284,28 @@ def _share_parser(
 ) -> None:
     share = commands.add_parser(
         "share",
-        help="share an experiment with another user of a team MLflow server",
-        description="Give another user READ, EDIT or MANAGE on an experiment of a team MLflow "
-        "server that runs MLflow's authentication (mlflow server --app-name basic-auth), as "
-        "you: MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or ~/.mlflow/credentials "
-        "(docs/teams.md). Sharing needs MANAGE on the experiment (its creator has it).",
+        help="share an experiment (team MLflow server) or a job run and its logs",
+        description="air share experiment: give another user READ, EDIT or MANAGE on an "
+        "experiment of a team MLflow server that runs MLflow's authentication (mlflow server "
+        "--app-name basic-auth), as you: MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, "
+        "or ~/.mlflow/credentials (docs/teams.md); it needs MANAGE on the experiment (its "
+        "creator has it). air share job: let another JupyterHub user see one of your job runs "
+        "and read its logs through your Jupyter server (an experiment's permission does not "
+        "include its jobs' logs).",
         epilog="examples:\n  air share experiment churn-model --with bob --permission READ\n"
-        "  air share experiment 12 --with carol --permission EDIT",
+        "  air share experiment 12 --with carol --permission EDIT\n"
+        "  air share job 3f2a91c0d4e1 --with bob\n  air share job 3f2a91c0d4e1 --with bob "
+        "--remove\n  air share job 3f2a91c0d4e1            (who it is shared with)",
         formatter_class=formatter,
     )
-    what = share.add_subparsers(dest="what", metavar="experiment", required=True)
+    what = share.add_subparsers(dest="what", metavar="experiment|job", required=True)
+    job = what.add_parser(
+        "job", help="share a job run and its logs with a JupyterHub user", formatter_class=formatter
+    )
+    job.add_argument("id", metavar="ID", help="the job run (id or unique prefix)")
+    job.add_argument("--with", dest="username", metavar="USER", help="the JupyterHub user")
+    job.add_argument("--remove", action="store_true", help="stop sharing it with USER")
+    _output(job)
     experiment = what.add_parser(
         "experiment", help="share an experiment", formatter_class=formatter
     )

@@ -27,6 +27,7 @@ from ..config import data_dir as air_data_dir
 from ..private import secure_data_dir
 from ..telemetry.backends import BACKEND_CHOICES
 from ..telemetry.models import NODE_PATTERN
+from ..tracking import naming
 from .cluster_agents import ClusterAgents, ray_address
 from .gpu_handlers import gpu_handlers
 from .gpu_service import GpuService
@@ -248,6 +249,7 @@ class JupyterAir(ExtensionApp):
             tracking_token=lambda: self.mlflow.token,
             tracking_embedded=lambda: self.mlflow.process is not None,
             tracking_identity=lambda: self.mlflow.credentials,
+            owner=naming.hub_user(),
         )
         self.cluster_agents_process = ClusterAgents(data_dir)
         IOLoop.current().add_callback(self._start_cluster_agents)

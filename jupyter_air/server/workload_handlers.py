@@ -39,6 +39,11 @@ UNREADABLE_LOGS = (
     "job's log files. Ask the workload's owner or the administrator of this machine for read "
     "access to its log folder."
 )
+NOT_SHARED = (
+    "You don't have access to this job run: it is {owner}'s, and they have not shared it with "
+    "you ({owner} can: air share job {job} --with {user})."
+)
+OWNER_ONLY = "Only {owner} can {what} on this server: it is theirs."
 MAX_WAIT_S = 30.0
 _JOB_ID = r"(?P<workload_id>[^/]+)"
 _RUN_ID = r"(?P<run_id>[0-9a-f]{32})"  # an MLflow run id
@@ -73,6 +78,25 @@ class _WorkloadBase(ExtensionHandlerMixin, APIHandler):
             )
         return value
 
+    @property
+    def _user(self) -> str:
+        return str(self.current_user.username)
+
+    async def _check_shared(self, workload_id: str, message: str | None = None) -> None:
+        """On a JupyterHub user's server, anyone else reaches a job run only when it is shared
+        with them (``air share job``): 403 with ``message`` (or why) otherwise."""
+        user = self._user
+        if self.service.sees_all(user) or await self._call(self.service.shared, workload_id, user):
+            return
+        owner = self.service.owner
+        raise tornado.web.HTTPError(
+            403, message or NOT_SHARED.format(owner=owner, job=workload_id, user=user)
+        )
+
+    def _owner_only(self, what: str) -> None:
+        if not self.service.sees_all(self._user):
+            raise tornado.web.HTTPError(403, OWNER_ONLY.format(owner=self.service.owner, what=what))
+
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking store/log call on the service's executor, mapping its errors to
         HTTP."""
@@ -103,9 +127,10 @@ class WorkloadsHandler(_WorkloadBase):
         experiment = self.get_query_argument("experiment", None) or None
         limit = self._int("limit", 50, 1, 500)
         offset = self._int("offset", 0, 0, 10**9)
+        shared_with = None if self.service.sees_all(self._user) else self._user
         answer = await self._call(
             self.service.list, status=statuses or None, experiment=experiment,
-            limit=limit, offset=offset,
+            limit=limit, offset=offset, shared_with=shared_with,
         )  # fmt: skip
         self.finish(answer.model_dump_json())
 
@@ -114,6 +139,7 @@ class WorkloadHandler(_WorkloadBase):
     @tornado.web.authenticated
     @authorized
     async def get(self, workload_id: str) -> None:
+        await self._check_shared(workload_id)
         self.finish((await self._call(self.service.get, workload_id)).model_dump_json())
 
 
@@ -124,6 +150,7 @@ class WorkloadCancelHandler(_WorkloadBase):
     @tornado.web.authenticated
     @authorized
     async def post(self, workload_id: str) -> None:
+        self._owner_only("cancel job runs")
         job, asked = await self._call(self.service.cancel, workload_id)
         self.set_status(202 if asked else 200)
         self.finish(job.model_dump_json())
@@ -163,6 +190,7 @@ class WorkloadLogsHandler(_LogsBase):
     async def _serve(self, workload_id: str) -> None:
         from ..logs.query import MAX_LIMIT
 
+        await self._check_shared(workload_id, NO_LOG_ACCESS)
         filters = self._filters()
         after = self.get_query_argument("after", None) or None
         before = self.get_query_argument("before", None) or None
@@ -192,6 +220,7 @@ class WorkloadLogsDownloadHandler(_LogsBase):
         await self._serve(workload_id)
 
     async def _serve(self, workload_id: str) -> None:
+        await self._check_shared(workload_id, NO_LOG_ACCESS)
         filters = self._filters()
         name, chunks = await self._call(self.service.download, workload_id, **filters)
         self.set_header("Content-Type", "text/plain; charset=utf-8")
@@ -282,6 +311,8 @@ class _ScheduleBase(_WorkloadBase):
     async def prepare(self, *args: Any, **kwargs: Any) -> None:
         self.schedule_id = (self.path_kwargs or {}).get("schedule_id")
         await super().prepare(*args, **kwargs)
+        if self.current_user is not None:  # (not logged in: refused by the method's decorator)
+            self._owner_only("see and change the schedules")
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         from ..backends.base import CapacityError

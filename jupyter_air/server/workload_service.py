@@ -59,8 +59,12 @@ class WorkloadService:
         tracking_token: Callable[[], str | None] = lambda: None,
         tracking_embedded: Callable[[], bool] = lambda: False,
         tracking_identity: Callable[[], Credentials | None] = lambda: None,
+        owner: str | None = None,
     ) -> None:
         self.data_dir = data_dir
+        # the JupyterHub user whose server this is: anyone else sees only the job runs shared
+        # with them (air share job); None: whoever is let in is the owner
+        self.owner = owner
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._mlflow_ui = mlflow_ui
         self._tracking_uri = tracking_uri
@@ -102,19 +106,38 @@ class WorkloadService:
             source="server",
         )
 
+    # who sees what -------------------------------------------------------------------------
+    def sees_all(self, user: str) -> bool:
+        """The owner (or anyone, outside JupyterHub) sees every job run of the data folder."""
+        return self.owner is None or user == self.owner
+
+    def shared(self, job_id: str, user: str) -> bool:
+        """Whether the job run is shared with ``user`` (air share job)."""
+        return user in self.store.job_shared_with(self._checked(job_id))
+
     # job runs (blocking: call them through `call`) -------------------------------------------
     def list(
-        self, *, status: list[str] | None, experiment: str | None, limit: int, offset: int
+        self,
+        *,
+        status: list[str] | None,
+        experiment: str | None,
+        limit: int,
+        offset: int,
+        shared_with: str | None = None,
     ) -> WorkloadsPage:
+        """A page of job runs; ``shared_with``: only those shared with that user."""
         from ..api.workloads import WorkloadsPage
         from ..workloads.views import job_view
 
         store = self.store
-        jobs = store.list_jobs(status=status, experiment=experiment, limit=limit, offset=offset)
+        only: dict[str, Any] = {"shared_with": shared_with} if shared_with else {}
+        jobs = store.list_jobs(
+            status=status, experiment=experiment, limit=limit, offset=offset, **only
+        )
         connection = self._connection()
         return WorkloadsPage(
             workloads=[job_view(job, connection) for job in jobs],
-            total=store.count_jobs(status=status, experiment=experiment),
+            total=store.count_jobs(status=status, experiment=experiment, **only),
             limit=limit,
             offset=offset,
         )

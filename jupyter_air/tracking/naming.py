@@ -15,11 +15,18 @@ TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"  # how many attempts the job 
 TAG_REASON = "jupyter_air.workload.reason"  # how the attempt ended, in words
 
 
+def hub_user() -> str | None:
+    """The JupyterHub user whose server this is (``JUPYTERHUB_USER``): others may reach it
+    (JupyterHub's sharing), so it shows them only what was shared with them. None outside
+    JupyterHub: whoever holds the server's token is its owner."""
+    return os.environ.get("JUPYTERHUB_USER") or None
+
+
 def current_user() -> str:
     """The person using this Jupyter server: their user on a team MLflow server with
     authentication (``MLFLOW_TRACKING_USERNAME``, what the server knows them as), else the
     JupyterHub user when there is one, else the system's."""
-    user = os.environ.get("MLFLOW_TRACKING_USERNAME") or os.environ.get("JUPYTERHUB_USER")
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME") or hub_user()
     if user:
         return user
     try:

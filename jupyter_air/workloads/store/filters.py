@@ -15,6 +15,7 @@ class JobFilter:
     accelerator_type: str | None = None  # any case
     num_accelerators: int | None = None  # per node
     schedule: str | None = None  # a schedule's id or name
+    shared_with: str | None = None  # only job runs shared with this user (air share job)
 
 
 def _job_filter(
@@ -35,6 +36,9 @@ def _job_filter(
         if value is not None:
             where.append(clause)
             args.append(value)
+    if more.shared_with is not None:
+        where.append("id IN (SELECT job_id FROM job_grants WHERE user = ?)")
+        args.append(more.shared_with)
     if more.schedule is not None:
         where.append("(schedule_id = ? OR schedule_name = ?)")
         args.extend([more.schedule, more.schedule])

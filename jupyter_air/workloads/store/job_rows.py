@@ -180,6 +180,29 @@ class JobRows(AttemptRows):
                 (RUNNING, time.time(), job_id, QUEUED),
             )
 
+    def share_job(self, job_id: str, user: str, *, remove: bool = False) -> bool:
+        """Let ``user`` see the job run and read its logs (``remove``: no longer); False when
+        nothing changed (already shared, or not shared)."""
+        with self._write() as conn:
+            if remove:
+                cursor = conn.execute(
+                    "DELETE FROM job_grants WHERE job_id = ? AND user = ?", (job_id, user)
+                )
+            else:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO job_grants (job_id, user, granted_at) VALUES (?, ?, ?)",
+                    (job_id, user, time.time()),
+                )
+            return cursor.rowcount == 1
+
+    def job_shared_with(self, job_id: str) -> list[str]:
+        """The users a job run is shared with, in the order they were given it."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT user FROM job_grants WHERE job_id = ? ORDER BY granted_at, user", (job_id,)
+            ).fetchall()
+        return [row["user"] for row in rows]
+
     def claim_gpus(self, job_id: str, pool: list[int], nodes: int, per_node: int) -> GpuClaim:
         """Take ``per_node`` GPUs of ``pool`` for each of ``nodes`` nodes, in one transaction:
         only when no job run that waits for any of them was submitted before this one (first

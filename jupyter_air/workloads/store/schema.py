@@ -4,7 +4,7 @@ version, and ``SCHEMA_MIGRATIONS[n]`` takes it from version n to n + 1.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 _SCHEMA = [
@@ -164,5 +164,16 @@ SCHEMA_MIGRATIONS: dict[int, list[str]] = {
         # JSON while the job run is QUEUED: its place in its cluster's line and why it waits
         # ({position, ahead, reason, since, cluster}); NULL otherwise
         "ALTER TABLE jobs ADD COLUMN queue TEXT",
+    ],
+    9: [
+        # air share job: the users (besides its owner) who may see a job run and read its logs
+        # through the owner's Jupyter server (docs/teams.md)
+        """CREATE TABLE job_grants (
+            job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+            user TEXT NOT NULL,
+            granted_at REAL NOT NULL,
+            PRIMARY KEY (job_id, user)
+        )""",
+        "CREATE INDEX job_grants_user ON job_grants (user, job_id)",
     ],
 }
