@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ("pytest_jupyter.jupyter_server", "netns_rig")
+pytest_plugins = ("pytest_jupyter.jupyter_server", "netns_rig", "team_support")
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by it

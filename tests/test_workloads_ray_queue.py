@@ -1,9 +1,11 @@
-"""The cluster's queue on a real Ray cluster (tests/ray_cluster.py): two users, each with a data
-folder of their own (as two Jupyter servers have), submit to one cluster. A job run that fits
+"""The cluster's queue on a real Ray cluster (tests/ray_cluster.py): two users of a team MLflow
+server with MLflow's authentication (tests/team_support.py), each with a data folder of their own
+(as two Jupyter servers have), submit to one cluster. A job run that fits
 the cluster but not what is free waits QUEUED, in the order submitted across both, with its
 place and the reason; it starts by itself when the one ahead ends; it can be cancelled while
 queued; ``queue_timeout_minutes`` ends a wait with the reason; nothing of a queued attempt
-(run, logs, processes) exists before it starts."""
+(run, logs, processes) exists before it starts; each run is its user's, and neither password
+is in any file of the data folders or of the cluster's session."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -32,21 +35,25 @@ print(f"{tag} done", flush=True)
 
 
 @pytest.fixture
-def users(ray_cluster, mlflow_server, monkeypatch, tmp_path):
-    """Two users of one cluster: alice and bob, each with a data folder of their own."""
-    env = cli_env(monkeypatch, tmp_path, mlflow_server, cluster=ray_cluster)
+def users(ray_cluster, team_server, monkeypatch, tmp_path):
+    """Two users of one cluster and one team MLflow server: alice and bob, each with a data
+    folder of their own and their MLflow credentials in their environment."""
+    env = cli_env(monkeypatch, tmp_path, team_server, cluster=ray_cluster)
     for name, value in ray_cluster.env().items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
+    for name in ("JUPYTER_AIR_CLUSTER", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
     ray_cluster.ensure(3)
     env.work = tmp_path / "work"  # the workloads' folder (snapshotted): no data folder in it
     write(env.work, "hold.py", HOLD)
-    base = dict(os.environ)
+    base = {**os.environ, "HOME": str(tmp_path / "home")}  # no credentials file
     env.users = {
         name: {**base, "JUPYTER_AIR_DATA_DIR": str(tmp_path / f"data-{name}"),
-               "JUPYTERHUB_USER": name}
-        for name in ("alice", "bob")
+               "JUPYTERHUB_USER": name, "MLFLOW_TRACKING_USERNAME": name,
+               "MLFLOW_TRACKING_PASSWORD": password}
+        for name, (_, password) in team_server.users.items()
     }  # fmt: skip
+    env.team = team_server
     env.stores = {name: JobStore.for_data_dir(tmp_path / f"data-{name}") for name in env.users}
     return env
 
@@ -62,7 +69,7 @@ def submit(env, user: str, tag: str, nodes: int, extra: str = "") -> str:
     spec = write(
         env.work,
         f"{tag}.yaml",
-        f"experiment_name: queue-{env.tmp.name}\nmlflow_run_name: {tag}\n"
+        f"experiment_name: queue-{user}-{env.tmp.name}\nmlflow_run_name: {tag}\n"
         f"compute: {{num_nodes: {nodes}, num_accelerators: 2, accelerator_type: GPU, "
         f"backend: ray}}\n{extra}command: {PY} hold.py {tag} {env.tmp}\n",
     )
@@ -142,4 +149,27 @@ def test_a_busy_cluster_queues_job_runs_first_come_first_served_across_users(use
     finished = wait_for(bob, second, timeout=120)
     assert finished.status == "SUCCEEDED", finished.reason
     assert len(finished.attempts) == 1 and finished.attempts[0].mlflow_run_id
-    assert env.client.get_run(finished.attempts[0].mlflow_run_id).info.status == "FINISHED"
+    for user, store, job_id in (("alice", alice, first), ("bob", bob, second)):
+        info = run_of(env, store.get_job(job_id).attempts[0].mlflow_run_id)["info"]
+        assert (info["status"], info["user_id"]) == ("FINISHED", user)
+
+    # no password in any file of either data folder, nor of the cluster's session
+    secrets = [password.encode() for _, password in env.team.users.values()]
+    folders = [env.tmp / "data-alice", env.tmp / "data-bob", Path(env.cluster.temp)]
+    for folder in folders:
+        for path in (p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+            with suppress(OSError):
+                data = path.read_bytes()
+                assert not any(secret in data for secret in secrets), path
+
+
+def run_of(env, run_id: str) -> dict:
+    """The MLflow run as the team server's admin reads it."""
+    import base64
+    import urllib.request
+
+    pair = base64.b64encode(":".join(env.team.admin).encode()).decode()
+    request = urllib.request.Request(f"{env.team.url}/api/2.0/mlflow/runs/get?run_id={run_id}")
+    request.add_header("Authorization", f"Basic {pair}")
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())["run"]
