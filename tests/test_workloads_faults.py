@@ -5,18 +5,13 @@ background task, the data folder rule shared by the server and everything it sta
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, air, air_environment, wait_for, wait_until, write
+from workloads_support import PY, JupyterServer, air, air_environment, wait_for, wait_until, write
 
 from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
-from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow, free_port, healthy
+from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow, healthy
 from jupyter_air.tracking.naming import TAG_ATTEMPT, TAG_JOB
 from jupyter_air.workloads.connection import Connection
 from jupyter_air.workloads.jobs import submit
@@ -36,48 +31,6 @@ print("done", flush=True)
 """
 
 
-class JupyterServer:
-    """A real `jupyter server` with jupyter-air (embedded MLflow) on a data folder."""
-
-    def __init__(self, tmp: Path, data: Path) -> None:
-        self.tmp, self.data = tmp, data
-        self.token = "fault-test-token"
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [
-            sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
-            f"--port={self.port}", f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.tmp}", f"--JupyterAir.data_dir={self.data}",
-            "--JupyterAir.gpu_backend=none",
-        ]  # fmt: skip
-        with open(self.tmp / "jupyter.log", "ab") as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        wait_until(lambda: self.mlflow_state() == "ready", 180, "the Jupyter server's MLflow")
-
-    def mlflow_state(self) -> str | None:
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/air/api/mlflow")
-        request.add_header("Authorization", f"token {self.token}")
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return json.loads(response.read())["state"]
-        except OSError:
-            return None
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.process = None
-
-
 def test_a_jupyter_server_restarted_mid_job_leaves_the_job_and_its_run_whole(
     mlflow_server, monkeypatch, tmp_path
 ):
@@ -87,7 +40,7 @@ def test_a_jupyter_server_restarted_mid_job_leaves_the_job_and_its_run_whole(
     data = air_environment(monkeypatch, tmp_path, None)
     monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
     monkeypatch.delenv("JUPYTER_AIR_DATA_DIR")  # the server's configuration says it
-    server = JupyterServer(tmp_path, data)
+    server = JupyterServer(tmp_path, data, ready=lambda s: s.mlflow_state() == "ready")
     server.start()
     try:
         files = ServerFiles(mlflow_folder(data))

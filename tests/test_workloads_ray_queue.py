@@ -1,11 +1,12 @@
 """The cluster's queue on a real Ray cluster (tests/ray_cluster.py): two users of a team MLflow
 server with MLflow's authentication (tests/team_support.py), each with a data folder of their own
-(as two Jupyter servers have), submit to one cluster. A job run that fits
+and a Jupyter server of their own, submit to one cluster. A job run that fits
 the cluster but not what is free waits QUEUED, in the order submitted across both, with its
 place and the reason; it starts by itself when the one ahead ends; it can be cancelled while
 queued; ``queue_timeout_minutes`` ends a wait with the reason; nothing of a queued attempt
 (run, logs, processes) exists before it starts; each run is its user's, and neither password
-is in any file of the data folders or of the cluster's session."""
+is in any file of the data folders or of the cluster's session; bob reads the logs of alice's
+job run through her Jupyter server only once she shared it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, cli_env, wait_for, wait_until, write
+from workloads_support import PY, JupyterServer, cli_env, wait_for, wait_until, write
 
 from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.store import JobStore
@@ -55,7 +56,20 @@ def users(ray_cluster, team_server, monkeypatch, tmp_path):
     }  # fmt: skip
     env.team = team_server
     env.stores = {name: JobStore.for_data_dir(tmp_path / f"data-{name}") for name in env.users}
-    return env
+    tests = str(Path(__file__).parent)  # authorizers.TwoUsers: alice's and bob's tokens
+    env.servers = {}
+    try:
+        for name, token in (("alice", "alice-token-4f1c"), ("bob", "bob-token-9e2d")):
+            server_env = {**env.users[name], "PYTHONPATH": tests}
+            env.servers[name] = server = JupyterServer(
+                tmp_path, tmp_path / f"data-{name}", token=token, env=server_env, name=name,
+                extra=("--ServerApp.identity_provider_class=authorizers.TwoUsers",),
+            )  # fmt: skip
+            server.start()
+        yield env
+    finally:
+        for server in env.servers.values():
+            server.stop()
 
 
 def air_as(env, user: str, *args: str) -> subprocess.CompletedProcess:
@@ -104,6 +118,17 @@ def test_a_busy_cluster_queues_job_runs_first_come_first_served_across_users(use
     assert queued.queue["position"] == 1 and queued.queue["total"] == 1, queued.queue
     assert queued.queue["reason"].startswith(shape), queued.queue
     assert queued.attempts == []  # no MLflow run, no logs, no process before it starts
+    code, page = env.servers["bob"].get("air/api/workloads?status=QUEUED")  # his Jupyter's
+    assert code == 200 and [w["queue"]["position"] for w in page["workloads"]] == [1], page
+
+    # bob reads alice's logs through her Jupyter server only once she shared the job run
+    logs = f"air/api/workloads/{first}/logs"
+    code, answer = env.servers["alice"].get(logs, token="bob-token-9e2d")
+    assert code == 403 and answer["message"].startswith("You don't have access to these logs")
+    shared = air_as(env, "alice", "share", "job", first, "--with", "bob")
+    assert shared.returncode == 0, shared.stderr
+    code, answer = env.servers["alice"].get(logs, token="bob-token-9e2d")
+    assert code == 200 and answer["lines"][0]["text"].startswith("first started"), answer
 
     # alice's next one waits behind bob's, across data folders
     third = submit(env, "alice", "third", nodes)

@@ -149,3 +149,73 @@ def deny_reading(monkeypatch, folder):
 
     for module in (scan, query):  # the log files read, the files a download writes
         monkeypatch.setattr(module, "open", guarded_open, raising=False)
+
+
+class JupyterServer:
+    """A real `jupyter server` with jupyter-air on a data folder, in a session of its own:
+    ``extra`` arguments, ``env`` its environment (default: this process's), started when
+    ``ready(server)`` holds (default: it answers)."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        data: Path,
+        *,
+        token: str = "fault-test-token",
+        extra: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        ready: Any = None,
+        name: str = "jupyter",
+    ) -> None:
+        from jupyter_air.server.mlflow_process import free_port
+
+        self.tmp, self.data, self.token, self.extra, self.env = tmp, data, token, extra, env
+        self.ready = ready or (lambda server: server.mlflow_state() is not None)
+        self.port = free_port()
+        self.log = tmp / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [
+            sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+            f"--port={self.port}", f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.tmp}", f"--JupyterAir.data_dir={self.data}",
+            "--JupyterAir.gpu_backend=none", *self.extra,
+        ]  # fmt: skip
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                env=self.env,
+            )  # fmt: skip
+        wait_until(lambda: self.ready(self), 180, "the Jupyter server")
+
+    def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        """``GET <server>/path`` with a token (default: the server's): the status and JSON."""
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/{path}")
+        request.add_header("Authorization", f"token {token or self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def mlflow_state(self) -> str | None:
+        try:
+            return self.get("air/api/mlflow")[1]["state"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def stop(self) -> None:
+        import signal
+
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
