@@ -1,12 +1,12 @@
 """The cluster's queue on a real Ray cluster (tests/ray_cluster.py): two users of a team MLflow
-server with MLflow's authentication (tests/team_support.py), each with a data folder of their own
-and a Jupyter server of their own, submit to one cluster. A job run that fits
-the cluster but not what is free waits QUEUED, in the order submitted across both, with its
-place and the reason; it starts by itself when the one ahead ends; it can be cancelled while
-queued; ``queue_timeout_minutes`` ends a wait with the reason; nothing of a queued attempt
-(run, logs, processes) exists before it starts; each run is its user's, and neither password
-is in any file of the data folders or of the cluster's session; bob reads the logs of alice's
-job run through her Jupyter server only once she shared it."""
+server with MLflow's authentication (tests/team_support.py), each with a data folder and a
+Jupyter server of their own, submit to one cluster. A job run that fits the cluster but not what
+is free waits QUEUED, in the order submitted across both, with its place and the reason; it
+keeps its place while its Jupyter server restarts; it starts by itself when the one ahead ends;
+it can be cancelled while queued; ``queue_timeout_minutes`` ends a wait with the reason; nothing
+of a queued attempt (run, logs, processes) exists before it starts; each run is its user's, and
+neither password is in any file of the data folders or of the cluster's session; bob reads the
+logs of alice's job run through her Jupyter server only once she shared it."""
 
 from __future__ import annotations
 
@@ -120,6 +120,10 @@ def test_a_busy_cluster_queues_job_runs_first_come_first_served_across_users(use
     assert queued.attempts == []  # no MLflow run, no logs, no process before it starts
     code, page = env.servers["bob"].get("air/api/workloads?status=QUEUED")  # his Jupyter's
     assert code == 200 and [w["queue"]["position"] for w in page["workloads"]] == [1], page
+    env.servers["bob"].stop()  # the wait is the supervisor's: it keeps its place
+    env.servers["bob"].start()
+    code, page = env.servers["bob"].get("air/api/workloads?status=QUEUED")
+    assert [(w["id"], w["queue"]["position"]) for w in page["workloads"]] == [(second, 1)]
 
     # bob reads alice's logs through her Jupyter server only once she shared the job run
     logs = f"air/api/workloads/{first}/logs"
