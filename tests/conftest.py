@@ -132,6 +132,7 @@ class RayCluster:
     def kill(self, node_id: str) -> None:
         """A machine lost: SIGKILL of that node's raylet and its processes."""
         assert self.command(f"kill {node_id}")["killed"] == node_id
+        self.command("nodes")  # the cluster as it is now (``size``, ``workers``)
 
     @property
     def size(self) -> int:

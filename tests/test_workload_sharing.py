@@ -34,7 +34,8 @@ def air_config(tmp_path) -> dict:
 @pytest.fixture
 def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    monkeypatch.setenv("JUPYTERHUB_USER", "alice")  # alice's server
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")  # alice's server, under JupyterHub
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "a-token-of-the-hub")
     monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", air_config["data_dir"])  # her `air` too
     return {
         "ServerApp": {
@@ -109,3 +110,13 @@ async def test_bob_reaches_alices_job_run_and_its_logs_only_once_shared(
     assert (await as_user(jp_fetch, BOB, "workloads", shared, "logs"))[0] == 403
     listed = json.loads(air("share", "job", shared, "-o", "json").stdout)
     assert listed == {"id": shared, "shared_with": []}
+
+
+def test_a_server_is_someones_only_when_the_hub_started_it(monkeypatch):
+    from jupyter_air.tracking.naming import server_owner
+
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    assert server_owner() is None  # set by hand or an image: whoever is let in owns it
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "a-token-of-the-hub")
+    assert server_owner() == "alice"

@@ -60,7 +60,8 @@ def users(ray_cluster, team_server, monkeypatch, tmp_path):
     env.servers = {}
     try:
         for name, token in (("alice", "alice-token-4f1c"), ("bob", "bob-token-9e2d")):
-            server_env = {**env.users[name], "PYTHONPATH": tests}
+            server_env = {**env.users[name], "PYTHONPATH": tests,
+                          "JUPYTERHUB_API_TOKEN": "a-token-of-the-hub"}  # fmt: skip
             env.servers[name] = server = JupyterServer(
                 tmp_path, tmp_path / f"data-{name}", token=token, env=server_env, name=name,
                 extra=("--ServerApp.identity_provider_class=authorizers.TwoUsers",),

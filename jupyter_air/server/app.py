@@ -249,7 +249,7 @@ class JupyterAir(ExtensionApp):
             tracking_token=lambda: self.mlflow.token,
             tracking_embedded=lambda: self.mlflow.process is not None,
             tracking_identity=lambda: self.mlflow.credentials,
-            owner=naming.hub_user(),
+            owner=naming.server_owner(),
         )
         self.cluster_agents_process = ClusterAgents(data_dir)
         IOLoop.current().add_callback(self._start_cluster_agents)

@@ -16,10 +16,16 @@ TAG_REASON = "jupyter_air.workload.reason"  # how the attempt ended, in words
 
 
 def hub_user() -> str | None:
-    """The JupyterHub user whose server this is (``JUPYTERHUB_USER``): others may reach it
-    (JupyterHub's sharing), so it shows them only what was shared with them. None outside
-    JupyterHub: whoever holds the server's token is its owner."""
+    """The JupyterHub user of this process (``JUPYTERHUB_USER``), if any."""
     return os.environ.get("JUPYTERHUB_USER") or None
+
+
+def server_owner() -> str | None:
+    """The user a JupyterHub single-user server belongs to (it has the Hub's API token, and
+    requests come with the Hub's user names): others may reach it (JupyterHub's sharing), so it
+    shows them only what was shared with them. None elsewhere (``JUPYTERHUB_USER`` alone, set by
+    hand or an image, does not make a server someone's): whoever it lets in is its owner."""
+    return hub_user() if os.environ.get("JUPYTERHUB_API_TOKEN") else None
 
 
 def current_user() -> str:
