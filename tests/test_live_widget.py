@@ -245,3 +245,40 @@ def test_a_call_in_a_kernel_that_shows_widgets(mlflow_server, monkeypatch, tmp_p
     assert step is not None and int(step.group(1)) >= 1
     # and charted: the figure is the other anywidget model
     assert sum(s["model_name"] == "AnyModel" for s in state.values()) == 2
+
+
+def test_a_queued_job_run_shows_its_place_and_cancel_until_it_starts(monkeypatch):
+    """`%%air_run` of a job run that waits in its queue: a widget says QUEUED, for how long, its
+    place and why, with Cancel (the job run's), until its attempt starts; then a line of text
+    stays."""
+    from jupyter_air.notebook import live_widget
+
+    monkeypatch.setattr(live_widget, "widgets_shown", lambda: True)
+    shown: list = []
+    live = live_widget.start_queued(
+        "3f2a91c0d4e1",
+        where="2nd of 3: 2nd in line, behind job run 9b1e04c2aa70 (bob, submitted 14:02)",
+        cancel={"action": "cancel-job", "job_id": "3f2a91c0d4e1"},
+        publish=lambda bundle, display_id: shown.append((display_id, bundle)),
+        show=lambda bundle: "queued-display",
+    )
+    assert live is not None
+    try:
+        assert live._text.status.startswith("QUEUED · ")
+        assert live._text.status.endswith(
+            "· 2nd of 3: 2nd in line, behind job run 9b1e04c2aa70 (bob, submitted 14:02)"
+        )
+        assert live._text.cancel == {"action": "cancel-job", "job_id": "3f2a91c0d4e1"}
+        assert shown[0][0] == "queued-display" and WIDGET_VIEW_MIME in shown[0][1]
+        live.set(where="1st of 2: Waiting for 2 nodes with 8 GPU and 1 CPU free; 1 is now")
+        assert live._text.status.endswith("· 1st of 2: Waiting for 2 nodes with 8 GPU and 1 CPU "
+                                          "free; 1 is now")  # fmt: skip
+        assert live.polls == 0  # no run to read while queued
+    finally:
+        live.finish({"text/plain": "Job run 3f2a91c0d4e1 waited in its queue"})
+    assert shown[-1] == (
+        "queued-display",
+        {"text/plain": "Job run 3f2a91c0d4e1 waited in its queue"},
+    )
+    monkeypatch.setattr(live_widget, "widgets_shown", lambda: False)
+    assert live_widget.start_queued("3f2a91c0d4e1", where="", cancel={}) is None

@@ -45,10 +45,20 @@ class Queued:
     job: JobRun
 
     def text(self) -> str:
+        """``Queued (2nd of 3): 2nd in line, behind job run …``"""
         from ..rendering import queue_place
 
         queue = self.job.queue or {}
-        return f"Queued ({queue_place(queue)}): {queue.get('reason') or 'waiting for resources'}"
+        return f"Queued ({queue_place(queue)}): {self.reason()}"
+
+    def where(self) -> str:
+        """``2nd of 3: 2nd in line, behind job run …``, for a status line."""
+        from ..rendering import queue_place
+
+        return f"{queue_place(self.job.queue)}: {self.reason()}"
+
+    def reason(self) -> str:
+        return str((self.job.queue or {}).get("reason") or "waiting for resources")
 
 
 Event = LogLine | AttemptStarted | AttemptEnded | JobEnded | Queued

@@ -355,6 +355,46 @@ class LiveCall:
         return {t.name: (list(t.x), list(t.y)) for t in self._figure.data}
 
 
+def start_queued(
+    job_id: str,
+    *,
+    where: str,
+    cancel: dict[str, str],
+    attempts: int = 1,
+    publish: Publish = _update_display,
+    show: Callable[[dict[str, Any]], str] | None = None,
+) -> LiveCall | None:
+    """A queued job run's widget until its attempt starts: QUEUED, for how long, its place and
+    why (``where``, changed with ``set``), and Cancel. None where the frontend shows no widgets
+    (the printed lines say the same). ``show`` displays a bundle and returns its display id."""
+    if not widgets_shown():
+        return None
+    card = {"text/plain": f"Job run {job_id} is queued"}
+    try:
+        display_id = (show or _show)(card)
+        live = LiveCall(
+            display_id=display_id,
+            card=card,
+            status=LiveStatus(where=where, attempts=attempts),
+            tracking_uri=None,
+            run_id=None,
+            cancel=cancel,
+            publish=publish,
+        ).start()
+        live.set(state="QUEUED")
+        return live
+    except Exception as failure:  # a display is not worth failing the call for
+        print(f"jupyter-air: no live widget ({failure})", file=sys.stderr)
+        return None
+
+
+def _show(bundle: dict[str, Any]) -> str:
+    from IPython.display import display
+
+    handle = display(bundle, raw=True, display_id=True)
+    return str(handle.display_id)
+
+
 def start_live(
     display: Any,
     *,

@@ -244,13 +244,15 @@ def _stream(store: JobStore, job: JobRun) -> JobRun:
     from ..api.enums import JobStatus
     from ..logs.follow import AttemptEnded, AttemptStarted, JobEnded, Queued, follow
     from ..logs.scan import LogLine
-    from .live_widget import LiveCall, start_live
+    from .live_widget import LiveCall, start_live, start_queued
 
     nodes = list(range(job.num_nodes))
     prefix = len(nodes) > 1
     displays: dict[int, Any] = {}
     lives: dict[int, LiveCall | None] = {}
     total = job.max_retries + 1
+    queued: LiveCall | None = None  # the widget while the job run waits in its queue
+    cancel_job = {"action": "cancel-job", "job_id": job.id}
     try:
         for event in follow(store, job.id, node=nodes):
             if isinstance(event, LogLine):
@@ -259,7 +261,16 @@ def _stream(store: JobStore, job: JobRun) -> JobRun:
                 print(text, file=stream, flush=True)
             elif isinstance(event, Queued):
                 print(event.text(), file=sys.stderr, flush=True)
+                if queued is None:
+                    queued = start_queued(
+                        job.id, where=event.where(), cancel=cancel_job, attempts=total
+                    )
+                else:
+                    queued.set(where=event.where())
             elif isinstance(event, AttemptStarted):
+                if queued is not None:
+                    queued.finish({"text/plain": f"Job run {job.id} waited in its queue"})
+                    queued = None
                 number = event.attempt.attempt
                 if number > 1:
                     print(f"Attempt {number} of {total}", file=sys.stderr, flush=True)
@@ -271,7 +282,7 @@ def _stream(store: JobStore, job: JobRun) -> JobRun:
                         where=_job_where(event.job),
                         tracking_uri=event.job.tracking_uri,
                         run_id=event.attempt.mlflow_run_id,
-                        cancel={"action": "cancel-job", "job_id": event.job.id},
+                        cancel=cancel_job,
                         attempt=number,
                         attempts=total,
                     )
@@ -291,6 +302,8 @@ def _stream(store: JobStore, job: JobRun) -> JobRun:
                 return event.job
         return store.get_job(job.id)  # pragma: no cover - follow always ends with JobEnded
     finally:  # interrupted, or the job run ended without its attempt's end read
+        if queued is not None:
+            queued.finish({"text/plain": f"Job run {job.id} left its queue"})
         for number, live in lives.items():
             if live is not None:
                 shown = displays.get(number)
