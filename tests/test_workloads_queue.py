@@ -282,3 +282,24 @@ def test_on_one_machine_a_job_run_waits_for_gpus_other_job_runs_hold(env):
         ended = wait_for(env.store, job_id, timeout=60)
         assert ended.status == "SUCCEEDED" and ended.queue is None
         assert ended.attempts[0].started_at >= env.store.get_job(both).attempts[0].ended_at
+
+
+def test_the_first_in_line_says_when_the_cluster_lost_what_it_needs():
+    """A job run that waits for 3 nodes on a cluster that has 2 that could hold one (a node lost
+    since the submission) keeps waiting, for nodes to join, and says so."""
+    from jupyter_air.backends.ray_backend import RayNode
+    from jupyter_air.backends.ray_queue import RayQueue
+
+    class Cluster:
+        address = "10.0.0.5:6379"
+
+        def nodes(self) -> list[RayNode]:
+            return [RayNode("a", "10.0.0.6", 2, 2), RayNode("b", "10.0.0.7", 2, 2),
+                    RayNode("c", "10.0.0.8", 2, 0)]  # fmt: skip
+
+    waiter = Waiter("j", 1, 0.0, "u", 3, 2, print, print, bool, print)
+    reason = RayQueue(Cluster(), waiter)._free_now()  # type: ignore[arg-type]
+    assert reason == (
+        "the cluster has 2 nodes that could hold one now: it waits for nodes to join "
+        "(queue_timeout_minutes limits the wait)"
+    )

@@ -196,15 +196,24 @@ class RayQueue:
         return bool(ready)
 
     def _free_now(self) -> str:
-        """How many nodes have the room free now ("1 is")."""
+        """How many nodes have the room free now ("1 is now"), or that the cluster has fewer
+        nodes that could ever hold it than it needs (one was lost since the submission): it
+        waits for nodes to join (an autoscaler's, a restarted one) rather than fail."""
         need = bundle(self.waiter.accelerators, self.waiter.accelerators > 0)
+        nodes = self.backend.nodes()
+        could = sum(1 for n in nodes if n.cpus >= need["CPU"] and n.gpus >= need.get("GPU", 0))
+        if could < self.waiter.nodes:
+            return (
+                f"the cluster has {could or 'no'} node{'s' if could != 1 else ''} that could "
+                "hold one now: it waits for nodes to join (queue_timeout_minutes limits the wait)"
+            )
         try:
             from ray._private.state import available_resources_per_node
 
             free = available_resources_per_node()
         except Exception:  # a private call of Ray's: the reason goes without the count
             return "the cluster's resources are in use"
-        alive = {n.node_id for n in self.backend.nodes()}
+        alive = {n.node_id for n in nodes}
         fitting = sum(
             1
             for node_id, resources in free.items()
