@@ -142,7 +142,8 @@ RAY_CONNECT_TIMEOUT_S = _s(
 )
 RAY_PLACEMENT_TIMEOUT_S = _s(
     "RAY_PLACEMENT_TIMEOUT_S",
-    "Seconds a Ray workload waits for its nodes to be placed before its attempt fails.",
+    "Seconds a .distributed(nodes=M) call waits for its Ray nodes to be placed before it "
+    "fails (a workload waits QUEUED instead; queue_timeout_minutes limits that).",
     default=60.0,
     low=1.0,
     unit="seconds",
