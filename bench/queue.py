@@ -17,28 +17,16 @@ import itertools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from ray_workloads import LOOPBACK_ENV, start_cluster, stop_cluster
+from ray_workloads import LOOPBACK_ENV, air, start_cluster, stop_cluster
 
 from jupyter_air.workloads.store import JobStore
 
 HOLD = "import sys, time; time.sleep(float(sys.argv[1]))\n"
-
-
-def air(folder: Path, data: Path, *args: str) -> str:
-    env = {**os.environ, "JUPYTER_AIR_DATA_DIR": str(data)}
-    result = subprocess.run(
-        [sys.executable, "-m", "jupyter_air.cli", *args],
-        capture_output=True, text=True, cwd=folder, timeout=300, env=env,
-    )  # fmt: skip
-    if result.returncode != 0:
-        raise RuntimeError(f"air {' '.join(args)}: {result.stderr}")
-    return result.stdout
 
 
 def main() -> None:
@@ -74,7 +62,8 @@ def main() -> None:
             started = time.monotonic()
             for n in range(args.jobs):  # alternately from each data folder
                 data = datas[n % 2]
-                job_id = json.loads(air(folder, data, "run", str(spec), "-o", "json"))["id"]
+                env = {**os.environ, "JUPYTER_AIR_DATA_DIR": str(data)}
+                job_id = json.loads(air("run", str(spec), "-o", "json", cwd=folder, env=env))["id"]
                 submitted.append((n % 2, job_id))
             stores = [JobStore.for_data_dir(data) for data in datas]
             deadline = time.monotonic() + 60 + args.jobs * (args.hold + 30)

@@ -85,13 +85,15 @@ def stop_cluster(process: subprocess.Popen[str]) -> None:
             continue
 
 
-def air(*args: str, cwd: Path) -> str:
+def air(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """``air ARGS`` in ``cwd`` (``env``: its environment, default this process's); stdout."""
     result = subprocess.run(
         [sys.executable, "-m", "jupyter_air.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=300,
+        env=env,
     )
     if result.returncode != 0:
         raise RuntimeError(f"air {' '.join(args)}: {result.stderr}")

@@ -148,7 +148,8 @@ def agent(backend: QueueingBackend, cancel: threading.Event, **more) -> GroupAge
 
     return GroupAgent(backend, Hooks(backend.events), max_restarts=2, grace_s=1,
                       cancelled=cancel.is_set, cancel_reason=lambda: "cancelled (air cancel)",
-                      waiter=waiter, queue=backend.wait_for_room, **more)  # fmt: skip
+                      wait_for_room=lambda attempt: backend.wait_for_room(waiter(attempt)),
+                      **more)  # fmt: skip
 
 
 def test_an_attempt_exists_only_once_its_resources_are_held():

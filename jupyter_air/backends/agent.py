@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..api.enums import JobStatus
-from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError, QueueTimeout, Waiter
+from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError, QueueTimeout
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +77,12 @@ class GroupAgent:
         timeout_s: float | None = None,
         poll_s: float = 0.1,
         failing: Callable[[], str | None] | None = None,
-        waiter: Callable[[int], Waiter] | None = None,
-        queue: Callable[[Waiter], bool] | None = None,
+        wait_for_room: Callable[[int], bool] | None = None,
     ) -> None:
         self.backend = backend
-        # the queue each attempt waits in for its resources (the Ray backend's
-        # ``wait_for_room``, the local queue), told who waits by ``waiter``
-        self.waiter, self.queue = waiter, queue
+        # attempt k's wait in its queue until its resources are held (False: cancelled
+        # meanwhile; raises QueueTimeout, PlacementError)
+        self.wait_for_room = wait_for_room
         # why the attempt must stop although its nodes run (a full disk), and not be retried
         self.failing = failing
         self.hooks = hooks
@@ -122,7 +121,7 @@ class GroupAgent:
         return Outcome(FAILED, f"{last.reason} (failed {tries})", last.exit_code, last.signal)
 
     def _attempt(self, attempt: int) -> Outcome:
-        waited = self._wait_for_room(attempt)
+        waited = self._queue(attempt)
         if waited is not None:
             return waited
         launch = self.hooks.prepare(attempt)
@@ -145,13 +144,13 @@ class GroupAgent:
                 group.close()
         return outcome
 
-    def _wait_for_room(self, attempt: int) -> Outcome | None:
+    def _queue(self, attempt: int) -> Outcome | None:
         """Wait in the cluster's queue until the attempt's resources are held (before its
         MLflow run and logs exist: a queued attempt has none). None: go on."""
-        if self.waiter is None or self.queue is None:
+        if self.wait_for_room is None:
             return None
         try:
-            if not self.queue(self.waiter(attempt)):
+            if not self.wait_for_room(attempt):
                 return Outcome(CANCELLED, f"{self.cancel_reason()} while queued")
         except QueueTimeout as error:
             return Outcome(FAILED, str(error), retry=False)

@@ -10,6 +10,7 @@ brought home by ``sync_logs`` from a remote one.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -66,6 +67,18 @@ class Waiter:
     cancelled: Callable[[], bool]
     pause: Callable[[float], object]  # wait this long, or less when woken (a cancel)
     timeout_s: float | None = None
+
+    def deadline(self) -> float | None:
+        """When the wait ends (``time.monotonic``), from now; None: never."""
+        return time.monotonic() + self.timeout_s if self.timeout_s else None
+
+    def timed_out(self, reason: str) -> QueueTimeout:
+        """The error that ends a wait past its deadline, with why it waited."""
+        minutes = f"{(self.timeout_s or 0) / 60:g}"
+        return QueueTimeout(
+            f"queued for longer than {minutes} min (queue_timeout_minutes), "
+            f"{reason[:1].lower()}{reason[1:]}"
+        )
 
     def describe(self) -> str:
         each = f"{self.accelerators} GPU and 1 CPU" if self.accelerators else "1 CPU"

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_PLACEMENT_TIMEOUT_S
 from .base import GroupLaunch, PlacementError, Waiter
 from .ray_group import CALL_TIMEOUT_S, Placed, RayGroup, first_line, launch_shape
-from .ray_queue import RayQueue, bundle
+from .ray_queue import RayQueue, bundle, holds
 
 if TYPE_CHECKING:
     from .base import Shaped as WorkloadSpec
@@ -141,7 +141,7 @@ class RayBackend:
         compute = spec.compute
         need = bundle(compute.num_accelerators, compute.uses_gpus)
         nodes = self.nodes()
-        fitting = [n for n in nodes if n.cpus >= need["CPU"] and n.gpus >= need.get("GPU", 0)]
+        fitting = [n for n in nodes if holds(n.cpus, n.gpus, need)]
         if len(fitting) >= compute.num_nodes:
             return
         each = f"{compute.num_accelerators} GPU and 1 CPU" if compute.uses_gpus else "1 CPU"

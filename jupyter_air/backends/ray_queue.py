@@ -19,7 +19,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..rendering import ordinal
-from .base import PlacementError, QueueTimeout, Waiter
+from .base import PlacementError, Waiter
 from .queue_line import Place, QueueLine, Ticket, behind
 
 if TYPE_CHECKING:
@@ -39,6 +39,11 @@ def bundle(accelerators: int, uses_gpus: bool) -> dict[str, float]:
     return {"GPU": float(accelerators), "CPU": 1.0} if uses_gpus else {"CPU": 1.0}
 
 
+def holds(cpus: float, gpus: float, need: dict[str, float]) -> bool:
+    """Whether a node with ``cpus`` and ``gpus`` (in all, or free) holds one ``bundle``."""
+    return cpus >= need["CPU"] and gpus >= need.get("GPU", 0)
+
+
 class LineKeeper:
     """The detached actor that holds the cluster's line (one call at a time)."""
 
@@ -50,9 +55,6 @@ class LineKeeper:
 
     def leave(self, ticket_id: str) -> bool:
         return self.line.leave(ticket_id)
-
-    def listing(self) -> list[dict[str, Any]]:
-        return self.line.listing()
 
 
 def line_keeper(namespace: str) -> Any:
@@ -94,8 +96,8 @@ class RayQueue:
         """The placement group, ready; None when cancelled meanwhile."""
         from ray.util.placement_group import remove_placement_group
 
-        waiter, started = self.waiter, time.monotonic()
-        deadline = started + waiter.timeout_s if waiter.timeout_s else None
+        waiter = self.waiter
+        deadline = waiter.deadline()
         try:
             while True:
                 place = self._beat()
@@ -115,12 +117,7 @@ class RayQueue:
                 if waiter.cancelled():
                     return None
                 if deadline is not None and time.monotonic() > deadline:
-                    minutes = f"{(waiter.timeout_s or 0) / 60:g}"
-                    why = (self.told or {}).get("reason") or "resources"
-                    raise QueueTimeout(
-                        f"queued for longer than {minutes} min (queue_timeout_minutes), "
-                        f"{why[0].lower()}{why[1:]}"
-                    )
+                    raise waiter.timed_out((self.told or {}).get("reason") or "resources")
                 if self.group is None:
                     waiter.pause(BEAT_S)
         finally:
@@ -201,7 +198,7 @@ class RayQueue:
         waits for nodes to join (an autoscaler's, a restarted one) rather than fail."""
         need = bundle(self.waiter.accelerators, self.waiter.accelerators > 0)
         nodes = self.backend.nodes()
-        could = sum(1 for n in nodes if n.cpus >= need["CPU"] and n.gpus >= need.get("GPU", 0))
+        could = sum(1 for n in nodes if holds(n.cpus, n.gpus, need))
         if could < self.waiter.nodes:
             return (
                 f"the cluster has {could or 'no'} node{'s' if could != 1 else ''} that could "
@@ -217,7 +214,7 @@ class RayQueue:
         fitting = sum(
             1
             for node_id, resources in free.items()
-            if node_id in alive and all(resources.get(k, 0) >= v for k, v in need.items())
+            if node_id in alive and holds(resources.get("CPU", 0), resources.get("GPU", 0), need)
         )
         verb = "is" if fitting == 1 else "are"
         return f"{fitting or 'none'} {verb} now"

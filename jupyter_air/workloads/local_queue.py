@@ -12,9 +12,10 @@ user's data folder) are not counted. CPU-only job runs never wait.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
-from ..backends.base import QueueTimeout, Waiter
+from ..backends.base import Waiter
 from ..backends.queue_line import Place, behind
 from ..rendering import ordinal
 
@@ -34,11 +35,9 @@ class LocalQueue:
     def wait(self, waiter: Waiter) -> bool:
         """Hold the attempt's GPUs (the job run's ``gpus`` from then on); False when cancelled
         while waiting. Raises QueueTimeout after ``waiter.timeout_s``."""
-        import time
-
         if not waiter.accelerators or not self.pool:  # CPU, or a job run of an earlier release
             return True
-        deadline = time.monotonic() + waiter.timeout_s if waiter.timeout_s else None
+        deadline = waiter.deadline()
         told: dict[str, Any] | None = None
         while True:
             claim = self.store.claim_gpus(self.job.id, self.pool, waiter.nodes, waiter.accelerators)
@@ -54,12 +53,7 @@ class LocalQueue:
             if waiter.cancelled():
                 return False
             if deadline is not None and time.monotonic() > deadline:
-                minutes = f"{(waiter.timeout_s or 0) / 60:g}"
-                why = place["reason"]
-                raise QueueTimeout(
-                    f"queued for longer than {minutes} min (queue_timeout_minutes), "
-                    f"{why[0].lower()}{why[1:]}"
-                )
+                raise waiter.timed_out(place["reason"])
             waiter.pause(BEAT_S)
 
     def _place(self, waiter: Waiter, claim: GpuClaim) -> dict[str, Any]:

@@ -169,6 +169,7 @@ class Supervisor:
         assert self.tracking is not None
         backend = backend_for(job.backend, job.cluster, environ=self.node_env)
         attempts = JobAttempts(self, job, self.tracking)
+        queue = getattr(backend, "wait_for_room", None) or LocalQueue(self.store, job).wait
         self.agent = GroupAgent(
             backend,
             attempts,
@@ -178,8 +179,7 @@ class Supervisor:
             cancel_reason=lambda: self.cancel_reason,
             timeout_s=job.timeout_minutes * 60 if job.timeout_minutes else None,
             failing=attempts.failing,
-            waiter=lambda attempt: self._waiter(job, attempt),
-            queue=getattr(backend, "wait_for_room", None) or LocalQueue(self.store, job).wait,
+            wait_for_room=lambda attempt: queue(self._waiter(job, attempt)),
         )
         return self.agent.run()
 
