@@ -12,7 +12,8 @@ lab:
 test:
 	@bash scripts/test.sh
 
-# the tests on hosts that share nothing (network namespaces; root): docs/clusters.md
+# the tests on hosts that share nothing alone (network namespaces; root; `make test` runs them
+# too): docs/clusters.md
 test-rig:
 	@bash scripts/setup.sh
 	@bash -c 'source scripts/env.sh && python -m pytest -p no:cacheprovider -m rig'

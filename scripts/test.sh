@@ -72,6 +72,17 @@ echo "==> pytest on the Ray cluster" && cat .jupyter-test/pytest-ray.log
 stop_if_failed "$failed"
 part "Ray pytest beside Galata"
 
+# The tests on hosts that share nothing (network namespaces, a real `ray start` on each host:
+# tests/netns_rig.py) run on their own: three more Ray nodes beside the loopback cluster and
+# Chromium would crowd two cores.
+echo "==> pytest on hosts that share nothing (network namespaces)"
+failed=""
+python -m pytest -p no:cacheprovider -m rig --durations=10 >.jupyter-test/pytest-rig.log 2>&1 \
+  || failed="pytest-on-hosts-that-share-nothing"
+cat .jupyter-test/pytest-rig.log
+stop_if_failed "$failed"
+part "rig pytest"
+
 echo "==> time per part so far"
 printf '  %s\n' "${timings[@]}"
 echo "==> pytest"

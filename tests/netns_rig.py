@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -44,9 +45,22 @@ START_TIMEOUT_S = 240.0  # for each step of the start: the head, then the worker
 REPO = Path(__file__).resolve().parents[1]
 
 # Ray's patient settings of the loopback cluster, but each host has one address of its own
-# (no RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER: that would keep Ray on 127.0.0.1)
+# (no RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER: that would keep Ray on 127.0.0.1), and Ray's token
+# authentication on, as a real cluster has it: the token is a file of each host's own /tmp/ray
+# (a worker cannot read the Jupyter host's), and every process of the rig reads it where Ray does.
+# Said outright: ``ray start`` turns token mode on by itself when ~/.ray/auth_token exists (any
+# local ``ray.init()`` writes one), and a driver without RAY_AUTH_MODE then cannot connect.
+TOKEN_PATH = "/tmp/ray/auth_token"
 RAY_ENV = {k: v for k, v in LOOPBACK_ENV.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+RAY_ENV |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN_PATH}
+# Fixed ports for each node's agents (hosts have a port space each, so they never collide): with
+# port 0 a starting raylet waits for its agents to write their ports into files, and dies when a
+# loaded machine makes it wait too long ("Timed out waiting for file …/metrics_agent_port_…")
+AGENT_PORTS = ("--metrics-export-port=52001", "--dashboard-agent-grpc-port=52002",
+               "--dashboard-agent-listen-port=52365", "--runtime-env-agent-port=52003")  # fmt: skip
 
+RAY_START_ARGS = ("start", "--block", "--disable-usage-stats",
+                  f"--object-store-memory={OBJECT_STORE_BYTES}", *AGENT_PORTS)  # fmt: skip
 # ``ray start`` with Ray's 30 s for a raylet to register lengthened (ray_cluster.py says why)
 RAY_START = (
     "import sys; sys.path.insert(0, {tests!r}); "
@@ -90,6 +104,7 @@ class Rig:
     """A head and workers that share nothing but the network (see the module's doc)."""
 
     tag: str  # in every namespace's name: unique to this pytest session
+    token: str  # the Ray cluster's authentication token
     folder: Path  # the rig's logs (on this machine; hidden from the workers)
     hidden: list[str]  # folders of the Jupyter host the workers must not see
     hosts: list[Host] = field(default_factory=list)
@@ -223,9 +238,11 @@ class Rig:
     def _hold(self, host: Host, hide: list[str]) -> None:
         mounts = ["mount -t tmpfs -o size=1g tmpfs /tmp/ray"]
         mounts += [f"mount -t tmpfs -o size=64m tmpfs {shlex.quote(f)}" for f in hide]
+        token = f'(umask 077; printf %s "$AIR_RIG_TOKEN" > {TOKEN_PATH})'  # never on a command line
         script = "; ".join(
-            ["set -e", f"hostname {host.name}", *mounts, "echo ready", "exec sleep infinity"]
-        )
+            ["set -e", f"hostname {host.name}", *mounts, token, "echo ready",
+             "exec sleep infinity"]
+        )  # fmt: skip
         host.holder = subprocess.Popen(
             ["ip", "netns", "exec", host.namespace, "unshare", "-m", "-u",
              "--propagation", "private", "sh", "-c", script],
@@ -234,6 +251,7 @@ class Rig:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            env={**os.environ, "AIR_RIG_TOKEN": self.token},
         )  # fmt: skip
         assert host.holder.stdout is not None
         line = host.holder.stdout.readline()  # the holder prints it once its mounts are made
@@ -244,24 +262,15 @@ class Rig:
     def start_ray(self) -> None:
         """The cluster: the head (no CPU for work), then the workers."""
         start = [sys.executable, "-c", RAY_START.format(tests=str(Path(__file__).parent))]
-        common = ["start", "--block", "--disable-usage-stats",
-                  f"--object-store-memory={OBJECT_STORE_BYTES}"]  # fmt: skip
         self.spawn(
             self.head,
-            [*start, *common, "--head", f"--node-ip-address={HEAD_IP}", f"--port={RAY_PORT}",
-             "--num-cpus=0", "--num-gpus=0", "--include-dashboard=false"],
+            [*start, *RAY_START_ARGS, "--head", f"--node-ip-address={HEAD_IP}",
+             f"--port={RAY_PORT}", "--num-cpus=0", "--num-gpus=0", "--include-dashboard=false"],
             log="ray-head.log",
         )  # fmt: skip
         self.wait_for_nodes(1)
 
-        def worker(host: Host) -> subprocess.Popen[bytes]:
-            return self.spawn(
-                host,
-                [*start, *common, f"--address={self.address}",
-                 f"--node-ip-address={host.address}", *WORKER_RESOURCES],
-                log=f"ray-{host.name}.log",
-            )  # fmt: skip
-
+        worker = self.start_worker
         started = {host.name: worker(host) for host in self.workers}
         restarts = dict.fromkeys(started, 0)
         code = WAIT_FOR_NODES.format(count=len(self.hosts), timeout=START_TIMEOUT_S)
@@ -286,8 +295,33 @@ class Rig:
             raise RigError(f"the rig's Ray cluster did not reach {len(self.hosts)} nodes (workers "
                            f"started again: {restarts})\n{self.diagnosis()}")  # fmt: skip
 
+    def start_worker(self, host: Host) -> subprocess.Popen[bytes]:
+        """``ray start --address`` on worker ``host`` (2 CPUs, 2 fake GPUs)."""
+        return self.spawn(
+            host,
+            [sys.executable, "-c", RAY_START.format(tests=str(Path(__file__).parent)),
+             *RAY_START_ARGS, f"--address={self.address}", f"--node-ip-address={host.address}",
+             *WORKER_RESOURCES],
+            log=f"ray-{host.name}.log",
+        )  # fmt: skip
+
+    # faults ------------------------------------------------------------------------------------
+    def cut(self, host: Host) -> None:
+        """Cut ``host`` off the network (its link on the bridge down): its processes go on,
+        unreachable, as on a machine whose network failed."""
+        ip("-n", self.bridge_namespace, "link", "set", f"v{self.hosts.index(host) + 1}", "down")
+
+    def mend(self, host: Host) -> None:
+        """Bring a cut worker back as a new Ray node (what ran there is stopped, as a rebooted
+        machine's), and wait until the cluster has all its nodes again."""
+        ip("-n", self.bridge_namespace, "link", "set", f"v{self.hosts.index(host) + 1}", "up")
+        self.reset(host)
+        self.start_worker(host)
+        self.wait_for_nodes(len(self.hosts))
+
     def reset(self, host: Host) -> None:
-        """Stop every process of ``host`` but its holder, and empty its /tmp/ray."""
+        """Stop every process of ``host`` but its holder, and empty its /tmp/ray (but the
+        cluster's token)."""
         deadline = time.monotonic() + 30
         while others := [p for p in namespace_pids(host.namespace) if p != host.pid]:
             for pid in others:
@@ -296,7 +330,8 @@ class Rig:
             if time.monotonic() > deadline:
                 raise RigError(f"host {host.name}: pids {others} did not end")
             time.sleep(0.1)
-        self.run(host, ["sh", "-c", "rm -rf /tmp/ray/*"], timeout=30)
+        keep = f"find /tmp/ray -mindepth 1 -maxdepth 1 ! -path {TOKEN_PATH} -exec rm -rf {{}} +"
+        self.run(host, ["sh", "-c", keep], timeout=30)
 
     def nodes(self) -> list[dict[str, object]]:
         """The cluster's alive nodes as Ray knows them (address, resources), asked on the head."""
@@ -427,6 +462,7 @@ def netns_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     base = tmp_path_factory.getbasetemp()
     rig = Rig(
         tag=f"air{os.getpid()}",
+        token=secrets.token_hex(32),
         folder=tmp_path_factory.mktemp("netns-rig"),
         hidden=[str(base), str(REPO / ".jupyter-test")],
     )

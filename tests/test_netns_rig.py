@@ -106,6 +106,17 @@ class HeadWorkloads:
         assert job.status == "SUCCEEDED", "\n".join([str(job.reason), log, *nodes[0], *nodes[1]])
         return job, log, nodes
 
+    def assert_no_ray_token(self) -> None:
+        """The Ray cluster's token (token authentication is on, on the rig) is in no file of
+        the data folder: not in a job's records, logs or spec, nor in the MLflow server's."""
+        token = self.rig.token.encode()
+        found = [
+            str(path)
+            for path in self.data.rglob("*")
+            if path.is_file() and not path.is_symlink() and token in path.read_bytes()
+        ]
+        assert not found, f"the Ray token is in {found}"
+
     def metrics(self, *run_ids: str) -> list[dict[str, Any]]:
         """Each run's status and metrics, asked of the embedded MLflow server on the head."""
         done = self.rig.python(self.rig.head, RUN_METRICS, str(self.data), *run_ids)
@@ -218,3 +229,180 @@ def test_a_two_node_torchrun_workload_meets_on_the_cluster_addresses(
         assert said[0].endswith(f"master {master}")  # node 0's cluster address
     (run,) = head_workloads.metrics(job.attempts[0].mlflow_run_id)
     assert run["metrics"]["world_size"] == 2 and run["status"] == "FINISHED", run
+    for node in (0, 1):  # each worker host's system metrics, through the relay
+        assert any(m.startswith(f"system/node_{node}/") for m in run["metrics"]), run
+    head_workloads.assert_no_ray_token()
+
+
+NOTEBOOK = """
+import json, os, sys
+import nbformat
+from nbclient import NotebookClient
+from jupyter_air.mlflow_server.control import ensure_running, wait_ready
+from jupyter_air.mlflow_server.records import mlflow_folder
+# the kernel's MLflow as a Jupyter server gives it: the embedded server, with its token
+endpoint, lease = ensure_running(mlflow_folder(sys.argv[2]), "the test")
+assert wait_ready(endpoint), "the embedded MLflow server did not start"
+os.environ.update(MLFLOW_TRACKING_URI=endpoint.url, MLFLOW_TRACKING_TOKEN=endpoint.token)
+cells = [
+    "import json, os\\nfrom jupyter_air import distributed\\nfrom helper import scale",
+    '''@distributed(gpus=1, nodes=2)
+def train():
+    import os, socket, time, torch, torch.distributed as dist
+    run = os.environ.get("MLFLOW_RUN_ID")  # MLflow takes it away once the run is resumed
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    total = torch.tensor([float(rank + 1)])
+    dist.all_reduce(total)
+    if rank == 0:
+        import mlflow
+        mlflow.log_metric("total", total.item())
+        time.sleep(2)  # a system-metrics sample on each node
+    dist.destroy_process_group()
+    return {"rank": rank, "host": socket.gethostname(), "total": total.item(),
+            "scaled": scale(rank), "run": run}
+
+print("RESULTS", json.dumps(train.distributed()))''',
+]
+nb = nbformat.v4.new_notebook()
+nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+client = NotebookClient(nb, timeout=400, kernel_name="python3",
+                        resources={"metadata": {"path": sys.argv[1]}})
+try:
+    client.execute()
+finally:
+    lease.release()
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            print(output.get("text") or output.get("evalue") or "", flush=True)
+"""
+
+HELPER = "def scale(rank):\n    return 10 * (rank + 1)\n"
+
+
+def test_a_notebook_call_on_two_nodes_that_do_not_see_its_folder(
+    head_workloads: HeadWorkloads,
+) -> None:
+    """``@distributed(nodes=2)`` from a notebook on the head: the call and the module beside
+    the notebook reach both workers through Ray, both ranks' results come back, and rank 0's
+    metric and each node's system metrics reach the call's run on the embedded server."""
+    from workloads_support import write
+
+    work = head_workloads.work
+    write(work, "helper.py", HELPER)
+    rig = head_workloads.rig
+    notebook = [sys.executable, "-c", NOTEBOOK, str(work), str(head_workloads.data)]
+    done = rig.run(rig.head, notebook, timeout=480)
+    line = next((t for t in done.stdout.splitlines() if t.startswith("RESULTS ")), None)
+    assert line is not None, done.stdout + done.stderr
+    results = json.loads(line.removeprefix("RESULTS "))
+    assert [r["rank"] for r in results] == [0, 1]
+    assert sorted(r["host"] for r in results) == ["air-w1", "air-w2"]
+    assert [r["scaled"] for r in results] == [10, 20] and {r["total"] for r in results} == {3}
+    (run,) = head_workloads.metrics(results[0]["run"])
+    assert run["metrics"]["total"] == 3 and run["status"] == "FINISHED", run
+    for node in (0, 1):
+        assert any(m.startswith(f"system/node_{node}/") for m in run["metrics"]), run
+    head_workloads.assert_no_ray_token()
+
+
+STEADY = """
+import os, socket, time
+print(f"attempt {os.environ['JUPYTER_AIR_ATTEMPT']} on {socket.gethostname()}", flush=True)
+if os.environ["JUPYTER_AIR_ATTEMPT"] == "1":
+    time.sleep(600)  # until its host is cut off
+"""
+
+
+def test_a_host_cut_mid_attempt_fails_it_naming_the_host_and_the_retry_runs_on_another(
+    head_workloads: HeadWorkloads,
+) -> None:
+    """A worker's network cut while its attempt runs: the attempt fails within a bounded time,
+    naming that host; the retry is placed on the worker that remains and succeeds."""
+    from workloads_support import wait_for, write
+
+    rig, store, work = head_workloads.rig, head_workloads.store, head_workloads.work
+    write(work, "steady.py", STEADY)
+    spec = write(
+        work,
+        "steady.yaml",
+        "experiment_name: rig-cut\nmax_retries: 1\n"
+        "compute: {num_nodes: 1, accelerator_type: CPU, backend: ray}\ncommand: python steady.py\n",
+    )
+    command = [sys.executable, "-m", "jupyter_air.cli", "run", str(spec), "-o", "json"]
+    job_id = json.loads(rig.run(rig.head, command, cwd=str(work)).stdout)["id"]
+    deadline = time.monotonic() + 240
+    while not any(t.startswith("attempt 1 on ") for t in _lines(store, job_id)):
+        assert time.monotonic() < deadline, f"attempt 1 did not start: {store.get_job(job_id)}"
+        time.sleep(0.5)
+    address = store.get_job(job_id).attempts[0].nodes[0].host
+    (cut,) = [h for h in rig.workers if h.address == address]
+    began = time.monotonic()
+    rig.cut(cut)
+    try:
+        while (first := store.get_job(job_id).attempts[0]).status == "RUNNING":
+            assert time.monotonic() - began < 180, "the attempt on the cut host did not end"
+            time.sleep(0.5)
+        failed_in = time.monotonic() - began
+        job = wait_for(store, job_id, timeout=300)
+    finally:
+        rig.mend(cut)
+    print(f"\nattempt on the cut host {cut.name} failed {failed_in:.1f} s after the cut")
+    assert first.status == "FAILED" and cut.name in (first.reason or ""), first.reason
+    assert job.status == "SUCCEEDED" and len(job.attempts) == 2, (job.status, job.reason)
+    (other,) = [h for h in rig.workers if h is not cut]
+    assert job.attempts[1].nodes[0].host == other.address
+    assert f"attempt 2 on {other.name}" in _lines(store, job_id)
+
+
+def _lines(store: Any, job_id: str) -> list[str]:
+    from jupyter_air.logs.query import query_logs
+
+    return [line.text for line in query_logs(store, job_id).lines]
+
+
+def test_the_gpu_panel_of_a_server_on_localhost_lists_every_worker_host(
+    netns_rig: Rig, tmp_path: Path
+) -> None:
+    """JupyterLab's server on the head, listening on its loopback only (as ``jupyter lab`` does),
+    names the rig's cluster: an agent on every Ray node, whose reports come over Ray (the
+    workers cannot reach the server), and the GPU panel's overview lists both worker hosts."""
+    from workloads_support import JupyterServer, wait_until
+
+    def answers(server: JupyterServer) -> bool:
+        try:
+            return server.get("air/api/gpu")[0] == 200
+        except OSError:
+            return False
+
+    server = JupyterServer(
+        tmp_path,
+        tmp_path / "air",
+        extra=("--ServerApp.ip=127.0.0.1", "--JupyterAir.gpu_backend=simulated",
+               f"--JupyterAir.cluster={netns_rig.address}", "--JupyterAir.mlflow_embedded=False",
+               "--JupyterAir.gpu_poll_interval=1"),
+        env=netns_rig.env(),
+        ready=answers,
+        on=netns_rig.head.argv,
+    )  # fmt: skip
+    server.start()
+    try:
+        seen: dict[str, Any] = {}
+
+        def listed() -> bool:
+            status, view = server.get("air/api/gpu/nodes")  # a panel asking: the agents sample
+            assert status == 200, view
+            seen.update({n["node"]: n for n in view["nodes"] if n["source"] == "agent"})
+            if {"air-w1", "air-w2"} <= {n for n, v in seen.items() if v["gpus"]}:
+                return True
+            time.sleep(1)  # as a panel polls
+            return False
+
+        wait_until(listed, 180, "both worker hosts in the GPU panel's overview")
+        for name in ("air-w1", "air-w2"):
+            assert seen[name]["state"] == "live" and seen[name]["backend"] == "simulated"
+        assert "air-head" not in seen  # the server's own node: the server samples it
+    finally:
+        server.stop()
+        log = (tmp_path / "air" / "cluster-agents.log").read_text(errors="replace")
+        print(f"\nthe cluster agents' log:\n{log[-1500:]}")

@@ -151,6 +151,18 @@ def deny_reading(monkeypatch, folder):
         monkeypatch.setattr(module, "open", guarded_open, raising=False)
 
 
+# GET a URL with a token, as a process of its own (where the server runs): its status and JSON
+GET = """
+import json, sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"Authorization": f"token {sys.argv[2]}"})
+try:
+    with urllib.request.urlopen(request, timeout=10) as response:
+        print(json.dumps([response.status, json.loads(response.read())]))
+except urllib.error.HTTPError as error:
+    print(json.dumps([error.code, json.loads(error.read() or b"null")]))
+"""
+
+
 class JupyterServer:
     """A real `jupyter server` with jupyter-air on a data folder, in a session of its own:
     ``extra`` arguments, ``env`` its environment (default: this process's), started when
@@ -166,10 +178,13 @@ class JupyterServer:
         env: dict[str, str] | None = None,
         ready: Any = None,
         name: str = "jupyter",
+        on: Any = None,
     ) -> None:
+        """``on``: a command as run where the server runs (a rig's host: ``Host.argv``)."""
         from jupyter_air.server.mlflow_process import free_port
 
         self.tmp, self.data, self.token, self.extra, self.env = tmp, data, token, extra, env
+        self.on = on
         self.ready = ready or (lambda server: server.mlflow_state() is not None)
         self.port = free_port()
         self.log = tmp / f"{name}.log"
@@ -180,21 +195,33 @@ class JupyterServer:
             sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
             f"--port={self.port}", f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.tmp}", f"--JupyterAir.data_dir={self.data}",
-            "--JupyterAir.gpu_backend=none", *self.extra,
+            *self.extra,
         ]  # fmt: skip
+        if not any(a.startswith("--JupyterAir.gpu_backend=") for a in self.extra):
+            command.append("--JupyterAir.gpu_backend=none")  # one value: traitlets takes no two
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                env=self.env,
+                self.on(command) if self.on else command, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True, env=self.env,
             )  # fmt: skip
         wait_until(lambda: self.ready(self), 180, "the Jupyter server")
 
     def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
         """``GET <server>/path`` with a token (default: the server's): the status and JSON."""
+        url = f"http://127.0.0.1:{self.port}/{path}"
+        if self.on is not None:  # from where it runs
+            done = subprocess.run(
+                self.on([sys.executable, "-c", GET, url, token or self.token]),
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise OSError(done.stderr[-2000:])
+            status, body = json.loads(done.stdout)
+            return status, body
         import urllib.error
         import urllib.request
 
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/{path}")
+        request = urllib.request.Request(url)
         request.add_header("Authorization", f"token {token or self.token}")
         try:
             with urllib.request.urlopen(request, timeout=10) as response:

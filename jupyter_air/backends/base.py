@@ -139,6 +139,10 @@ class GroupLaunch:
     # the code snapshot the nodes run in (their ``cwd``): a backend whose nodes may not see this
     # machine's folders ships it, and each node runs the command in a copy of its own
     code: str | None = None
+    # no snapshot, and a folder a node may not see (a ``.distributed()`` call runs in the
+    # kernel's folder): makes a snapshot of the nodes' ``cwd``, called when a node does not see
+    # it, and shipped as ``code`` (a node that sees the folder would run there)
+    snapshot_if_unseen: Callable[[], str] | None = None
     # MLFLOW_TRACKING_URI is the embedded server on this machine's loopback (it checks its token
     # on every request): a backend whose nodes are elsewhere may offer it on another address
     relay_tracking: bool = False

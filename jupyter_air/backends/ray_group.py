@@ -68,13 +68,23 @@ class RayGroup:
         self._metrics = False
         self.shipped: dict[int, int] = {}  # node → bytes of code sent to it for this attempt
         self.relay: Any = None  # the embedded MLflow server offered to remote nodes
+        self.hostnames: list[str] = []  # each node's host name, as its machine says it
 
     # start -------------------------------------------------------------------------------------
     def start(self) -> None:
         import ray
 
-        where = ray.get([a.where.remote() for a in self.actors], timeout=120)
-        code = self._ship_code(where)
+        folders = [node.cwd for node in self.launch.nodes]
+        asks = [a.where.remote(f) for a, f in zip(self.actors, folders, strict=True)]
+        where = ray.get(asks, timeout=120)
+        snapshot = self.launch.code
+        if snapshot is None and self.launch.snapshot_if_unseen is not None:
+            unseen = [i for i, place in enumerate(where) if not place["sees"]]
+            if unseen:
+                snapshot = self.launch.snapshot_if_unseen()
+                log.info("nodes %s do not see %s: its snapshot is sent", unseen, folders[0])
+        self.hostnames = [str(place.get("host") or "") for place in where]
+        code = self._ship_code(where, snapshot)
         tracking = self._tracking_for([place["ip"] for place in where])
         master_addr = where[0]["ip"]
         master_port = ray.get(self.actors[0].free_port.remote(), timeout=CALL_TIMEOUT_S)
@@ -132,11 +142,10 @@ class RayGroup:
         log.info("MLflow server offered to the nodes at %s", self.relay.url)
         return {"MLFLOW_TRACKING_URI": self.relay.url}
 
-    def _ship_code(self, where: list[dict[str, Any]]) -> str | None:
-        """The attempt's code snapshot onto every node that does not have it yet (through Ray's
+    def _ship_code(self, where: list[dict[str, Any]], code: str | None) -> str | None:
+        """The code snapshot ``code`` onto every node that does not have it yet (through Ray's
         object store: no shared folder); its digest. Each node keeps what it was sent, so the
         same code crosses once per node."""
-        code = self.launch.code
         if code is None:
             return None
         import ray
@@ -181,7 +190,17 @@ class RayGroup:
             return None
         if alive:
             return None
-        return f"node {index} (host {info.host}, Ray node {info.machine[:8]}) was lost"
+        return f"{self.describe(index)} was lost"
+
+    def describe(self, index: int) -> str:
+        """Node ``index`` for people: "node 1 (host gpu-7 at 10.0.0.7, Ray node 5f2a9c1e)"."""
+        info = self.nodes[index] if index < len(self.nodes) else None
+        if info is None:
+            return f"node {index}"
+        name = self.hostnames[index] if index < len(self.hostnames) else ""
+        host = f"{name} at {info.host}" if name and name != info.host else info.host
+        machine = f", Ray node {info.machine[:8]}" if info.machine else ""
+        return f"node {index} (host {host}{machine})"
 
     def _lost_reason(self, index: int, error: BaseException) -> str | None:
         """Why node ``index`` is gone, or None when its Ray node still lives (a passing error)."""
@@ -190,10 +209,8 @@ class RayGroup:
         lost = self._node_lost(index)
         if lost is not None:
             return lost
-        info = self.nodes[index] if index < len(self.nodes) else None
-        host = info.host if info else "?"
         if isinstance(error, ray.exceptions.ActorDiedError):
-            return f"node {index} (host {host}): its jupyter-air actor died ({first_line(error)})"
+            return f"{self.describe(index)}: its jupyter-air actor died ({first_line(error)})"
         return None
 
     def _ask(self, final: bool) -> None:
@@ -211,7 +228,11 @@ class RayGroup:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CALL_TIMEOUT_S)
         answered = False
         for index, ref in pending.items():
-            if ref not in ready:
+            if ref not in ready:  # a node cut off answers nothing: Ray says when it counts it dead
+                lost = self._node_lost(index)
+                if lost is not None:
+                    self.lost[index] = lost
+                    log.warning("%s", lost)
                 continue
             try:
                 code, data = ray.get(ref)
@@ -246,8 +267,8 @@ class RayGroup:
             for state in states:
                 if state.running:
                     state.lost = (
-                        f"no answer from the Ray cluster at {os.environ.get('RAY_ADDRESS', '?')} "
-                        f"for {self.lost_s:.0f} s (node {state.node})"
+                        f"no answer from {self.describe(state.node)} for {self.lost_s:.0f} s "
+                        f"(the Ray cluster at {os.environ.get('RAY_ADDRESS', '?')})"
                     )
         return states
 

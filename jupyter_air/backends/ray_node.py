@@ -116,7 +116,8 @@ class NodeRunner:
         self.monitor: Any = None
 
     # where -------------------------------------------------------------------------------------
-    def where(self) -> dict[str, Any]:
+    def where(self, folder: str | None = None) -> dict[str, Any]:
+        """This node: its address, host, Ray node, GPUs, and whether it sees ``folder``."""
         import ray
 
         gpus = [str(int(g)) if float(g).is_integer() else str(g) for g in ray.get_gpu_ids()]
@@ -126,6 +127,7 @@ class NodeRunner:
             "node_id": ray.get_runtime_context().get_node_id(),
             "gpus": ",".join(gpus) if self.uses_gpus else "",
             "pid": os.getpid(),
+            "sees": folder is not None and os.path.isdir(folder),
         }
 
     # the code -----------------------------------------------------------------------------------

@@ -213,7 +213,8 @@ class ClusterLaunch(Launch):
         self._origin: dict[int, int] = {}
         settings = json.dumps(self._settings()).encode()
         payload = ray.put(self.payload)  # once, for every node, through the object store
-        argv = [sys.executable, "-m", "jupyter_air.launch.agent", "{folder}"]
+        # the node's own interpreter (first on its PATH), not a path of this machine
+        argv = ["python", "-m", "jupyter_air.launch.agent", "{folder}"]
         nodes = [
             NodeLaunch(
                 node=k,
@@ -232,6 +233,8 @@ class ClusterLaunch(Launch):
             accelerators=self.cluster.nproc if self.cluster.kind == "gpu" else 0,
             accelerator_type="GPU" if self.cluster.kind == "gpu" else "CPU",
             grace_s=self.options.grace_period,
+            relay_tracking=True,  # the embedded server, to nodes on other hosts
+            snapshot_if_unseen=self._snapshot,
         )
         self.offsets = [{} for _ in nodes]
         self.output = RankOutput(
@@ -243,6 +246,34 @@ class ClusterLaunch(Launch):
         self.agent = _Nodes(self.group)  # type: ignore[assignment]
         if self.mlflow_run is not None:
             self._start_node_metrics()
+
+    def _snapshot(self) -> str:
+        """A snapshot of the kernel's folder (what a workload's would hold: git's files, the
+        data folder left out, within its limits), for nodes that do not see it: the modules
+        beside the notebook that the call imports travel with it."""
+        from ..config import data_dir
+        from ..workloads.snapshot import SnapshotRefused, copy_snapshot, list_snapshot
+
+        assert self.run_dir is not None
+        folder = os.getcwd()
+        uri = self.mlflow_run.tracking_uri if self.mlflow_run is not None else "http"
+        if not uri.startswith(("http://", "https://")):
+            say_once(
+                f"jupyter-air: the call's MLflow run is in {uri}, a store of this machine that "
+                "nodes which do not see its folders cannot write to: what the ranks log there "
+                "stays on their nodes. Set MLFLOW_TRACKING_URI to a tracking server (a Jupyter "
+                "server gives its kernels its own) — docs/clusters.md."
+            )
+        try:
+            listing = list_snapshot(folder, data=data_dir())
+            return str(copy_snapshot(listing, self.run_dir.path / "code").path)
+        except SnapshotRefused as error:
+            raise DistributedError(
+                f"{self.name}.distributed(): the nodes do not see this kernel's folder, and it "
+                f"cannot be sent to them: {error}. List what the call does not need (data, "
+                "checkpoints, environments) in a .gitignore of a git repository, or run the "
+                "kernel in a smaller folder."
+            ) from None
 
     def _start_node_metrics(self) -> None:
         from ..backends.base import Metrics

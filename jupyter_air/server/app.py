@@ -125,8 +125,8 @@ class JupyterAir(ExtensionApp):
     agent_server_url = Unicode(
         "",
         config=True,
-        help="The URL the cluster's nodes reach this server at (its agents report there); "
-        "default: the server's own URL.",
+        help="The URL the cluster agents' process on this host forwards the nodes' reports "
+        "to (they travel over Ray to it); default: the server's own URL.",
     )
 
     log_retention_days = Float(
@@ -285,6 +285,7 @@ class JupyterAir(ExtensionApp):
                 address=address,
                 interval_s=self.gpu_poll_interval,
                 backend=self.gpu_backend,
+                own_node=self.gpu.node,
             ),
         )
 

@@ -33,8 +33,11 @@ class ClusterAgents:
         self.data_dir = data_dir
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, *, server_url: str, address: str, interval_s: float, backend: str) -> bool:
-        """Start the agents' driver (returns at once); False, with a warning, without Ray."""
+    def start(
+        self, *, server_url: str, address: str, interval_s: float, backend: str, own_node: str = ""
+    ) -> bool:
+        """Start the agents' driver (returns at once); False, with a warning, without Ray.
+        ``own_node``: the server's own node, which needs no agent (this host's Ray node)."""
         if importlib.util.find_spec("ray") is None:
             log.warning(
                 "jupyter-air: no GPU agents on the Ray cluster %s: Ray is not installed here "
@@ -47,6 +50,7 @@ class ClusterAgents:
             sys.executable, "-m", "jupyter_air.telemetry.ray_agents",
             "--server", server_url, "--address", address, "--data-dir", str(self.data_dir),
             "--interval", f"{interval_s:g}", "--backend", backend, "--parent", str(os.getpid()),
+            "--own-node", own_node,
         ]  # fmt: skip
         with open_private(self.data_dir / "cluster-agents.log") as out:
             self.process = subprocess.Popen(
