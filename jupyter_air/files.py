@@ -49,3 +49,23 @@ def copy_atomic(source: str | os.PathLike[str], target: str | os.PathLike[str]) 
 def write_json(path: str | os.PathLike[str], value: Any, *, mode: int = 0o600, **dump: Any) -> None:
     """``write_atomic`` of ``value`` as JSON (``dump``: ``json.dumps`` options)."""
     write_atomic(path, json.dumps(value, **dump), mode=mode)
+
+
+def scan_folder(root: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
+    """The regular files under ``root`` (relative paths) and their state (size, modification
+    time in ns), without the partial copies these functions make (``.NAME….tmp``)."""
+    import stat
+
+    found: dict[str, tuple[int, int]] = {}
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                continue  # a copy under way (files.copy_atomic)
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+    return found

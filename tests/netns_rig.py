@@ -40,7 +40,7 @@ HEAD_IP = f"{SUBNET}.1"
 RAY_PORT = 6379
 WORKER_RESOURCES = ("--num-cpus=2", "--num-gpus=2")
 OBJECT_STORE_BYTES = 200 << 20  # small: three object stores on one machine
-MAX_RESTARTS = 2  # of a worker whose raylet died while starting
+MAX_RESTARTS = 3  # of a worker whose raylet died while starting
 START_TIMEOUT_S = 240.0  # for each step of the start: the head, then the workers
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,14 +53,8 @@ REPO = Path(__file__).resolve().parents[1]
 TOKEN_PATH = "/tmp/ray/auth_token"
 RAY_ENV = {k: v for k, v in LOOPBACK_ENV.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
 RAY_ENV |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN_PATH}
-# Fixed ports for each node's agents (hosts have a port space each, so they never collide): with
-# port 0 a starting raylet waits for its agents to write their ports into files, and dies when a
-# loaded machine makes it wait too long ("Timed out waiting for file …/metrics_agent_port_…")
-AGENT_PORTS = ("--metrics-export-port=52001", "--dashboard-agent-grpc-port=52002",
-               "--dashboard-agent-listen-port=52365", "--runtime-env-agent-port=52003")  # fmt: skip
-
 RAY_START_ARGS = ("start", "--block", "--disable-usage-stats",
-                  f"--object-store-memory={OBJECT_STORE_BYTES}", *AGENT_PORTS)  # fmt: skip
+                  f"--object-store-memory={OBJECT_STORE_BYTES}")  # fmt: skip
 # ``ray start`` with Ray's 30 s for a raylet to register lengthened (ray_cluster.py says why)
 RAY_START = (
     "import sys; sys.path.insert(0, {tests!r}); "
@@ -269,17 +263,20 @@ class Rig:
             log="ray-head.log",
         )  # fmt: skip
         self.wait_for_nodes(1)
+        self.start_workers(self.workers)
 
-        worker = self.start_worker
-        started = {host.name: worker(host) for host in self.workers}
+    def start_workers(self, hosts: list[Host]) -> None:
+        """``ray start --address`` on ``hosts``, until the cluster has all the rig's nodes. A
+        raylet that dies while starting is started again on a clean /tmp/ray: on a loaded
+        machine its node's agents can take longer to start than it waits for their ports
+        ("Timed out waiting for file …/dashboard_agent_listen_port_…", seen at about 15 s)."""
+        started = {host.name: self.start_worker(host) for host in hosts}
         restarts = dict.fromkeys(started, 0)
         code = WAIT_FOR_NODES.format(count=len(self.hosts), timeout=START_TIMEOUT_S)
         waiter = self.spawn(self.head, [sys.executable, "-c", code], log="wait-for-nodes.log")
         seen: set[str] = set()  # hosts whose raylet was seen running
         while waiter.poll() is None:
-            for host in self.workers:
-                # a raylet that dies while starting (on a loaded machine it can wait too long
-                # for its agents' port files) is started again, on a clean /tmp/ray
+            for host in hosts:
                 running = "raylet" in process_names(host.namespace)
                 if running:
                     seen.add(host.name)
@@ -289,7 +286,7 @@ class Rig:
                     restarts[host.name] += 1
                     seen.discard(host.name)
                     self.reset(host)
-                    started[host.name] = worker(host)
+                    started[host.name] = self.start_worker(host)
             time.sleep(1)
         if waiter.returncode != 0:
             raise RigError(f"the rig's Ray cluster did not reach {len(self.hosts)} nodes (workers "
@@ -316,8 +313,7 @@ class Rig:
         machine's), and wait until the cluster has all its nodes again."""
         ip("-n", self.bridge_namespace, "link", "set", f"v{self.hosts.index(host) + 1}", "up")
         self.reset(host)
-        self.start_worker(host)
-        self.wait_for_nodes(len(self.hosts))
+        self.start_workers([host])
 
     def reset(self, host: Host) -> None:
         """Stop every process of ``host`` but its holder, and empty its /tmp/ray (but the

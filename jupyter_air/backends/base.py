@@ -143,6 +143,11 @@ class GroupLaunch:
     # kernel's folder): makes a snapshot of the nodes' ``cwd``, called when a node does not see
     # it, and shipped as ``code`` (a node that sees the folder would run there)
     snapshot_if_unseen: Callable[[], str] | None = None
+    # a job run's checkpoints where nodes may be on other hosts: the backend gives each node a
+    # folder of its own (``CHECKPOINT_DIR`` in its command's environment) and hands them (node →
+    # a folder with scan/fetch/put, backends/node_folders.py) to this before the commands start,
+    # to put the latest checkpoint back; None: the caller set ``CHECKPOINT_DIR`` itself
+    checkpoints: Callable[[dict[int, Any]], None] | None = None
     # MLFLOW_TRACKING_URI is the embedded server on this machine's loopback (it checks its token
     # on every request): a backend whose nodes are elsewhere may offer it on another address
     relay_tracking: bool = False

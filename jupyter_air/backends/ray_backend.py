@@ -10,7 +10,8 @@ The supervisor is the Ray driver (``ray.init(address=…)``, ``log_to_driver=Fal
 output never goes through Ray's log monitor, so its de-duplication hides nothing). Each tick it
 asks every actor for its command's exit code and the new lines of its log, appended byte for
 byte to the node's log file on the Jupyter host. An actor that does not answer because its Ray
-node is gone ends the attempt: "node 1 (host 10.0.0.7) was lost". A cluster that stops
+node is gone (its host down, or cut off the network) ends the attempt once Ray counts that node
+dead: "node 1 (host gpu-7 at 10.0.0.7, Ray node 3f2a…) was lost". A cluster that stops
 answering altogether ends it after ``RAY_LOST_S`` (config.py, 60 s). A command killed by a
 signal may be the first sign of its Ray node going down (its raylet killed, the node shutting
 down): such an end is told only once Ray still counts the node alive ``SIGNAL_CONFIRM_S`` later,

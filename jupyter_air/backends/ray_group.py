@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import RAY_LOST_S
+from ..config import CHECKPOINT_DIR, RAY_LOST_S
 from .base import GroupLaunch, Metrics, NodeInfo, NodeState
 
 log = logging.getLogger(__name__)
@@ -88,12 +88,14 @@ class RayGroup:
         tracking = self._tracking_for([place["ip"] for place in where])
         master_addr = where[0]["ip"]
         master_port = ray.get(self.actors[0].free_port.remote(), timeout=CALL_TIMEOUT_S)
+        checkpoints = self._checkpoint_folders()
         starts = []
         for actor, node, place in zip(self.actors, self.launch.nodes, where, strict=True):
+            folder = checkpoints.get(node.node)
             starts.append(
                 actor.start.remote(
                     node.argv,
-                    {**node.env, **tracking},
+                    {**node.env, **tracking, **({CHECKPOINT_DIR.name: folder} if folder else {})},
                     node.cwd,
                     num_nodes=self.launch.num_nodes,
                     master_addr=master_addr,
@@ -116,6 +118,25 @@ class RayGroup:
                 )
             )
         self._answered = time.monotonic()
+
+    def _checkpoint_folders(self) -> dict[int, str]:
+        """Each node's checkpoint folder, on its node, the latest checkpoint put back in it
+        through its actor (``launch.checkpoints``); none when the launch did not ask."""
+        if self.launch.checkpoints is None:
+            return {}
+        import ray
+
+        from .node_folders import ActorFolder
+
+        job_id, nodes = self.launch.job_id, self.launch.nodes
+        asks = [a.checkpoint_folder.remote(job_id) for a in self.actors]
+        paths = ray.get(asks, timeout=CALL_TIMEOUT_S)
+        folders = {
+            node.node: ActorFolder(actor, path)
+            for node, actor, path in zip(nodes, self.actors, paths, strict=True)
+        }
+        self.launch.checkpoints(dict(folders))
+        return {node: folder.path for node, folder in folders.items()}
 
     def _tracking_for(self, ips: list[str]) -> dict[str, str]:
         """The tracking URI the nodes use instead of the launch's (none: the same): the embedded

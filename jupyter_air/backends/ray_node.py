@@ -153,6 +153,31 @@ class NodeRunner:
             shutil.rmtree(aside, ignore_errors=True)
         return len(data)
 
+    # a folder of the node: a job run's checkpoints (node_folders.py) ---------------------------
+    def checkpoint_folder(self, job_id: str) -> str:
+        """This node's checkpoint folder for ``job_id`` (made): the same path in every attempt
+        that runs here, in the Ray node's temporary folder."""
+        folder = code_cache().parent / "jupyter-air-checkpoints" / job_id / f"node_{self.node}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder)
+
+    def scan_folder(self, path: str) -> dict[str, tuple[int, int]]:
+        from ..files import scan_folder
+
+        return scan_folder(path)
+
+    def read_chunk(self, path: str, rel: str, offset: int) -> bytes:
+        from .node_folders import read_chunk
+
+        return read_chunk(path, rel, offset)
+
+    def write_chunk(
+        self, path: str, rel: str, offset: int, data: bytes, last: bool
+    ) -> tuple[int, int]:
+        from .node_folders import write_chunk
+
+        return write_chunk(path, rel, offset, data, last)
+
     def free_port(self) -> int:
         from .local import free_port
 

@@ -11,6 +11,7 @@ import logging
 import tempfile
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
 from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID, SYSTEM_METRICS_INTERVAL_S
 from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB, TAG_REASON
-from .checkpoints import CheckpointSync, Home, LocalFolder, count_restarts
+from .checkpoints import CheckpointSync, Home, LocalFolder, NodeFolder, count_restarts
 from .paths import checkpoint_home, checkpoint_node_dir, log_path
 from .snapshot import (
     CODE_FOLDER,
@@ -129,12 +130,17 @@ class JobAttempts:
         code = CodeRecord.from_dict(spec.get("code"))
         cwd = attempt_cwd(job.working_dir, code)
         files, folders = self._call_files(attempt)
-        checkpoints = self._restore(attempt)
+        # on Ray each node's folder is on its node (its host may share no disk with this one):
+        # the backend makes them and hands them to ``_restore`` before the commands start
+        on_ray = job.backend == "ray"
+        checkpoints = {} if on_ray else self._local_folders()
+        if not on_ray:
+            self._restore(attempt, checkpoints)
         nodes = [
             NodeLaunch(
                 node=node,
                 argv=argv,
-                env={**owned, CHECKPOINT_DIR.name: checkpoints[node].path},
+                env={**owned, **({} if on_ray else {CHECKPOINT_DIR.name: checkpoints[node].path})},
                 cwd=cwd,
                 writer=self.writers[node],
                 gpus=tuple(job.gpus[node]) if node < len(job.gpus) else (),
@@ -154,17 +160,23 @@ class JobAttempts:
             grace_s=self.supervisor.grace_s,
             code=cwd if code is not None and code.source == SNAPSHOT and code.path else None,
             relay_tracking=self.tracking.embedded,
+            checkpoints=(lambda nodes: self._restore(attempt, nodes)) if on_ray else None,
         )
 
-    def _restore(self, attempt: int) -> dict[int, LocalFolder]:
-        """Every node's checkpoint folder, the latest checkpoint put back in it; the run of a
-        resumed attempt says which attempt it resumed from."""
+    def _local_folders(self) -> dict[int, LocalFolder]:
+        """Every node's checkpoint folder on this machine (made)."""
         data, job = self.store.data_dir, self.job
         folders = {
             n: LocalFolder(str(checkpoint_node_dir(data, job.id, n))) for n in range(job.num_nodes)
         }
         for folder in folders.values():
             Path(folder.path).mkdir(parents=True, exist_ok=True)
+        return folders
+
+    def _restore(self, attempt: int, folders: Mapping[int, NodeFolder]) -> None:
+        """The latest checkpoint put back in every node's folder; the run of a resumed attempt
+        says which attempt it resumed from."""
+        job = self.job
         sync = self.checkpoints
         sync.run_id = self.run.run_id if self.run is not None else None
         restored = None
@@ -184,7 +196,6 @@ class JobAttempts:
             }
             for name, value in tags.items():
                 self.tracking.call("tagging the run", run.client.set_tag, run.run_id, name, value)
-        return folders
 
     def _record_checkpoint(self, attempt: int) -> None:
         import json

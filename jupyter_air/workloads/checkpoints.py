@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..config import CHECKPOINT_MAX_GB
-from ..files import copy_atomic, write_json
+from ..files import copy_atomic, scan_folder, write_json
 
 log = logging.getLogger("jupyter_air.workloads.checkpoints")
 
@@ -41,23 +40,6 @@ HOME_RECORD = ".jupyter-air-checkpoint.json"  # at home: the latest state saved
 GB = 1_000_000_000
 
 State = tuple[int, int]  # size, modification time (ns)
-
-
-def scan_folder(root: Path) -> dict[str, State]:
-    """The regular files under ``root`` (relative paths), without our own partial copies."""
-    found: dict[str, State] = {}
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            if name.startswith(".") and name.endswith(".tmp"):
-                continue  # a copy under way (files.copy_atomic)
-            path = os.path.join(folder, name)
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
-    return found
 
 
 class NodeFolder(Protocol):
