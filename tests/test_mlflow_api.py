@@ -15,9 +15,8 @@ from jupyter_air.tracking.naming import TAG_NOTEBOOK, current_user, default_expe
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
 
 
 @pytest.fixture
