@@ -127,6 +127,14 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
     server.stop()
 
 
+@pytest.fixture
+def mlflow_client(mlflow_server):
+    """MLflow's client of the session's MLflow server."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=mlflow_server.url)
+
+
 class RayCluster:
     """The ``ray_cluster`` fixture: a real Ray cluster of 3 nodes on loopback
     (tests/ray_cluster.py)."""
