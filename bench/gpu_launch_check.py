@@ -17,7 +17,6 @@ Exits non-zero when a check fails; prints what it saw.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -163,13 +162,9 @@ def main() -> int:
     print(f"GPUs visible to torch: {gpus}" + ("" if gpus else " (checking the CPU path only)"))
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        from launch import start_mlflow  # bench/launch.py, next to this script
+        from launch import serve_mlflow  # bench/launch.py, next to this script
 
-        print("starting an MLflow tracking server…", flush=True)
-        server = start_mlflow(folder)
-        os.environ.update(server.env())  # its URI and token
-        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-        os.environ["JUPYTER_AIR_DATA_DIR"] = str(folder / "data")
+        server = serve_mlflow(folder)
         try:
             check_distributed(gpus, server.url)
             check_too_many(gpus)

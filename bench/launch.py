@@ -118,6 +118,17 @@ def start_mlflow(folder: Path):
     return server
 
 
+def serve_mlflow(folder: Path):
+    """``start_mlflow``, the server then used by this process and what it starts (its URI and
+    token in the environment), their data folder in ``folder``."""
+    print("starting an MLflow tracking server…", flush=True)
+    server = start_mlflow(folder)
+    os.environ.update(server.env())  # its URI and token
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    os.environ["JUPYTER_AIR_DATA_DIR"] = str(folder / "data")
+    return server
+
+
 def interrupt_once(folder: Path) -> float:
     from jupyter_air.launch.processes import RankProcess
 
@@ -171,11 +182,7 @@ def main() -> None:
         script = folder / "bench_hello.py"
         script.write_text(HELLO)
         hello = load_hello(folder)
-        print("starting an MLflow tracking server…", flush=True)
-        server = start_mlflow(folder)
-        os.environ.update(server.env())  # its URI and token
-        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-        os.environ["JUPYTER_AIR_DATA_DIR"] = str(folder / "data")
+        server = serve_mlflow(folder)
         try:
             tracked = distributed(gpus=2)(hello)
             untracked = distributed(gpus=2, mlflow=False)(hello)

@@ -137,24 +137,28 @@ def stop_groups(
     if grace_s > 0:
         for pgid in groups:
             signal_group(pgid, signal.SIGTERM)
-    remaining = list(groups)
-    deadline = time.monotonic() + grace_s
-    while remaining and time.monotonic() < deadline:
-        for process in reap:
-            process.poll()
-        time.sleep(0.05)
-        remaining = [g for g in remaining if group_alive(g)]
+    remaining = _wait_gone(groups, grace_s, reap)
     for pgid in remaining:
         signal_group(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + 5.0
-    while remaining and time.monotonic() < deadline:
-        for process in reap:
-            process.poll()
-        time.sleep(0.05)
-        remaining = [g for g in remaining if group_alive(g)]
+    remaining = _wait_gone(remaining, 5.0, reap)
     for process in reap:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=1)
+    return remaining
+
+
+def _wait_gone(
+    groups: list[int], timeout_s: float, reap: list[subprocess.Popen[bytes]]
+) -> list[int]:
+    """The groups still alive after ``timeout_s`` at most (sooner when none is), the processes in
+    ``reap`` reaped meanwhile."""
+    remaining = list(groups)
+    deadline = time.monotonic() + timeout_s
+    while remaining and time.monotonic() < deadline:
+        for process in reap:
+            process.poll()
+        time.sleep(0.05)
+        remaining = [g for g in remaining if group_alive(g)]
     return remaining
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "netns_rig", "team_support")
@@ -47,11 +49,44 @@ def air_config() -> dict:
 
 
 @pytest.fixture
-def jp_server_config(air_config: dict) -> dict:
+def server_app_config() -> dict:
+    """ServerApp settings of the test server besides loading jupyter-air; override in a module
+    to add some (an authorizer class, an identity provider)."""
+    return {}
+
+
+@pytest.fixture
+def server_env() -> dict[str, str]:
+    """Environment variables set before the test server starts; override in a module (one that
+    tracks to the session's MLflow server returns ``mlflow_env``)."""
+    return {}
+
+
+@pytest.fixture
+def mlflow_env(mlflow_server) -> dict[str, str]:
+    """``server_env`` of a test server that tracks to the session's MLflow server."""
+    return {"MLFLOW_TRACKING_URI": mlflow_server.url}
+
+
+@pytest.fixture
+def jp_server_config(
+    air_config: dict,
+    server_app_config: dict,
+    server_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> dict:
+    for name, value in server_env.items():
+        monkeypatch.setenv(name, value)
     return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_air": True}},
+        "ServerApp": {"jpserver_extensions": {"jupyter_air": True}, **server_app_config},
         "JupyterAir": air_config,
     }
+
+
+@pytest.fixture
+def data_dir(air_config: dict) -> Path:
+    """The test server's data folder (``air_config["data_dir"]``)."""
+    return Path(air_config["data_dir"])
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +125,14 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
     else:
         os.environ["MLFLOW_TRACKING_TOKEN"] = previous
     server.stop()
+
+
+@pytest.fixture
+def mlflow_client(mlflow_server):
+    """MLflow's client of the session's MLflow server."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=mlflow_server.url)
 
 
 class RayCluster:
@@ -210,14 +253,12 @@ def ray_cluster():
 
 
 @pytest.fixture
-def agents(jp_fetch, jp_http_port, jp_base_url, air_config):
+def agents(jp_fetch, jp_http_port, jp_base_url, data_dir):
     """Node agents reporting to the test's Jupyter server (``telemetry_support.Agents``); any
     still running at the end are told to stop."""
-    from pathlib import Path
-
     from telemetry_support import Agents
 
-    started = Agents(f"http://127.0.0.1:{jp_http_port}{jp_base_url}", Path(air_config["data_dir"]))
+    started = Agents(f"http://127.0.0.1:{jp_http_port}{jp_base_url}", data_dir)
     yield started
     for agent in started.started:
         agent.halt()

@@ -1,10 +1,12 @@
-"""A real kernel of the test's Jupyter server, to see what kernels are told (imported by tests;
-no fixtures here)."""
+"""A real kernel of the test's Jupyter server, to see what kernels are told, and a notebook's
+session opened as JupyterLab opens it (imported by tests; no fixtures here)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from pathlib import PurePosixPath
 
 import psutil
 
@@ -23,3 +25,16 @@ async def kernel_environ(serverapp, timeout: float = 60.0) -> dict[str, str]:
         return dict(psutil.Process(kernel.provisioner.pid).environ())
     finally:
         await manager.shutdown_kernel(kernel_id, now=True)
+
+
+async def open_notebook(jp_fetch, path: str) -> dict:
+    """The session of the notebook ``path``, its kernel started, as JupyterLab opens one (through
+    the server's API); the caller deletes it."""
+    notebook = {
+        "path": path,
+        "type": "notebook",
+        "name": PurePosixPath(path).name,
+        "kernel": {"name": "python3"},
+    }
+    answer = await jp_fetch("api", "sessions", method="POST", body=json.dumps(notebook))
+    return json.loads(answer.body)

@@ -104,9 +104,8 @@ def air_config(tmp_path) -> dict:
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
 
 
 JOB = f"""

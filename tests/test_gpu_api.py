@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+from kernel_support import open_notebook
 from tornado.httpclient import HTTPClientError
 
 
@@ -111,21 +112,7 @@ async def test_many_concurrent_clients_share_one_poll_loop(jp_fetch, jp_serverap
 async def test_a_notebook_kernel_is_named_as_the_owner_of_its_gpu_process(jp_fetch):
     # the simulated backend shows the server's kernels as GPU processes; the owner resolution
     # (kernel pid → session → notebook path) is the real one
-    session = body(
-        await jp_fetch(
-            "api",
-            "sessions",
-            method="POST",
-            body=json.dumps(
-                {
-                    "path": "experiments/llm.ipynb",
-                    "type": "notebook",
-                    "name": "llm.ipynb",
-                    "kernel": {"name": "python3"},
-                }
-            ),
-        )
-    )
+    session = await open_notebook(jp_fetch, "experiments/llm.ipynb")
     try:
         await asyncio.sleep(1.1)
         data = body(await jp_fetch("air", "api", "gpu", "refresh", method="POST", body=b""))

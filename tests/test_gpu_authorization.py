@@ -7,14 +7,8 @@ from tornado.httpclient import HTTPClientError
 
 
 @pytest.fixture
-def jp_server_config(air_config: dict) -> dict:
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_air": True},
-            "authorizer_class": "authorizers.DenyAirGpu",
-        },
-        "JupyterAir": air_config,
-    }
+def server_app_config() -> dict:
+    return {"authorizer_class": "authorizers.DenyAirGpu"}
 
 
 async def test_a_user_denied_the_gpu_resource_gets_403_and_nothing_is_sampled(

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from launch_support import TimedStream, run_dirs, wait_for
-from tracking_support import reset_fluent, unique, use_server
+from tracking_support import in_notebook, reset_fluent, unique, use_server
 
 from jupyter_air import distributed
 from jupyter_air.launch.checkpoint import NothingToResume
@@ -27,11 +27,7 @@ pytestmark = pytest.mark.timeout(150)
 @pytest.fixture
 def server(mlflow_server, monkeypatch, tmp_path):
     use_server(monkeypatch, mlflow_server.url)
-    root = tmp_path / "root"
-    (root / "exp").mkdir(parents=True)
-    (root / "exp" / "train.ipynb").write_text("{}")
-    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
-    monkeypatch.setenv("JPY_SESSION_NAME", str(root / "exp" / "train.ipynb"))
+    in_notebook(monkeypatch, tmp_path)
     monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
     yield mlflow_server
     reset_fluent()

@@ -13,15 +13,12 @@ import uuid
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
-from tracking_support import use_server
+from tracking_support import UI, execute_notebook, in_notebook, use_server
 
 from jupyter_air.tracking.display import MIME_TYPE
 
 pytestmark = pytest.mark.timeout(240)
 
-UI = "/user/alice/air/mlflow/"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 CELLS = [
@@ -53,31 +50,13 @@ broken.distributed()""",
 @pytest.fixture
 def executed(mlflow_server, monkeypatch, tmp_path):
     use_server(monkeypatch, mlflow_server.url)
-    root = tmp_path / "root"
-    (root / "exp").mkdir(parents=True)
-    path = root / "exp" / "train.ipynb"
-    monkeypatch.setenv("JUPYTER_AIR_MLFLOW_UI", UI)
-    monkeypatch.setenv("JUPYTER_AIR_BASE_URL", "/user/alice/")
-    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
+    path = in_notebook(monkeypatch, tmp_path, links=True)
     monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
     nb.cells[3].metadata["tags"] = ["raises-exception"]
-    nbformat.write(nb, path)
-    km = KernelManager(
-        kernel_name="python3", connection_file=str(tmp_path / f"kernel-{uuid.uuid4()}.json")
-    )
-    client = NotebookClient(
-        nb, km=km, timeout=180, resources={"metadata": {"path": str(path.parent)}}
-    )
-    try:
-        client.execute()
-    finally:  # a kernel manager given to nbclient is not shut down by it
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
-    nbformat.write(nb, path)  # as a person would find it saved
+    execute_notebook(nb, path, tmp_path / f"kernel-{uuid.uuid4()}.json")
     return nb
 
 

@@ -15,36 +15,28 @@ from jupyter_air.tracking.naming import TAG_NOTEBOOK, current_user, default_expe
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
-
-
-@pytest.fixture
-def client(mlflow_server):
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(tracking_uri=mlflow_server.url)
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
 
 
 def body(response) -> dict:
     return json.loads(response.body)
 
 
-def make_runs(client, notebook: str) -> tuple[str, dict[str, str]]:
+def make_runs(mlflow_client, notebook: str) -> tuple[str, dict[str, str]]:
     """An experiment with a finished run, a failed one, a parent and its child."""
     name = default_experiment_name(notebook, current_user())
-    experiment_id = client.create_experiment(name)
+    experiment_id = mlflow_client.create_experiment(name)
     ids = {}
     for label, status in (("first", "FINISHED"), ("broken", "FAILED"), ("parent", "RUNNING")):
-        run = client.create_run(experiment_id, run_name=label, tags={TAG_NOTEBOOK: notebook})
-        client.log_metric(run.info.run_id, "loss", 0.25)
-        client.log_metric(run.info.run_id, "system/cpu_utilization_percentage", 50)
+        run = mlflow_client.create_run(experiment_id, run_name=label, tags={TAG_NOTEBOOK: notebook})
+        mlflow_client.log_metric(run.info.run_id, "loss", 0.25)
+        mlflow_client.log_metric(run.info.run_id, "system/cpu_utilization_percentage", 50)
         if status != "RUNNING":
-            client.set_terminated(run.info.run_id, status)
+            mlflow_client.set_terminated(run.info.run_id, status)
         ids[label] = run.info.run_id
         time.sleep(0.01)
-    child = client.create_run(
+    child = mlflow_client.create_run(
         experiment_id,
         run_name="child",
         tags={TAG_NOTEBOOK: notebook, "mlflow.parentRunId": ids["parent"]},
@@ -65,9 +57,9 @@ async def test_status_of_a_users_server(jp_fetch, mlflow_server, jp_base_url):
     assert page.code == 200
 
 
-async def test_runs_of_a_notebook(jp_fetch, client):
+async def test_runs_of_a_notebook(jp_fetch, mlflow_client):
     notebook = f"exp-{uuid.uuid4().hex[:8]}/train.ipynb"
-    experiment_id, ids = make_runs(client, notebook)
+    experiment_id, ids = make_runs(mlflow_client, notebook)
     answer = body(await jp_fetch("air", "api", "runs", params={"notebook": notebook}))
     assert answer["experiment"] == {
         "experiment_id": experiment_id,
@@ -96,12 +88,12 @@ async def test_runs_of_a_notebook(jp_fetch, client):
     assert len(limited["runs"]) == 2 and limited["truncated"] is True
 
 
-async def test_one_run_answers_its_current_status(jp_fetch, client):
+async def test_one_run_answers_its_current_status(jp_fetch, mlflow_client):
     notebook = f"one-{uuid.uuid4().hex[:8]}.ipynb"
-    _, ids = make_runs(client, notebook)
+    _, ids = make_runs(mlflow_client, notebook)
     running = body(await jp_fetch("air", "api", "runs", ids["parent"]))["run"]
     assert running["status"] == "RUNNING" and running["end_time"] is None
-    client.set_terminated(ids["parent"], "KILLED")
+    mlflow_client.set_terminated(ids["parent"], "KILLED")
     ended = body(await jp_fetch("air", "api", "runs", ids["parent"]))["run"]
     assert ended["status"] == "KILLED" and ended["end_time"] >= ended["start_time"]
     assert ended["run_name"] == "parent" and ended["links"]["run"].endswith(
@@ -113,10 +105,12 @@ async def test_one_run_answers_its_current_status(jp_fetch, client):
     assert "No MLflow run '000" in json.loads(error.value.response.body)["message"]
 
 
-async def test_a_notebook_whose_runs_moved_experiment_follows_its_latest_run(jp_fetch, client):
+async def test_a_notebook_whose_runs_moved_experiment_follows_its_latest_run(
+    jp_fetch, mlflow_client
+):
     notebook = f"moved-{uuid.uuid4().hex[:8]}.ipynb"
-    elsewhere = client.create_experiment(f"team-{uuid.uuid4().hex[:8]}")
-    client.create_run(elsewhere, run_name="r", tags={TAG_NOTEBOOK: notebook})
+    elsewhere = mlflow_client.create_experiment(f"team-{uuid.uuid4().hex[:8]}")
+    mlflow_client.create_run(elsewhere, run_name="r", tags={TAG_NOTEBOOK: notebook})
     answer = body(await jp_fetch("air", "api", "runs", params={"notebook": notebook}))
     assert answer["experiment"]["experiment_id"] == elsewhere
 
@@ -129,9 +123,9 @@ async def test_a_notebook_without_runs_names_the_experiment_it_will_use(jp_fetch
     assert answer["experiment_name"] == default_experiment_name(notebook, current_user())
 
 
-async def test_experiments_are_listed_newest_first(jp_fetch, client):
+async def test_experiments_are_listed_newest_first(jp_fetch, mlflow_client):
     name = f"listed-{uuid.uuid4().hex[:8]}"
-    client.create_experiment(name)
+    mlflow_client.create_experiment(name)
     answer = body(await jp_fetch("air", "api", "experiments"))
     assert answer["experiments"][0]["name"] == name
 
@@ -222,13 +216,13 @@ async def test_while_mlflow_starts_everything_says_so(jp_fetch, jp_serverapp, tm
     assert json.loads(error.value.response.body)["message"].startswith("MLflow is starting")
 
 
-async def test_artifacts_are_served_in_a_sandbox(jp_fetch, client, tmp_path):
+async def test_artifacts_are_served_in_a_sandbox(jp_fetch, mlflow_client, tmp_path):
 
-    experiment_id = client.create_experiment(f"artifacts-{uuid.uuid4().hex[:8]}")
-    run = client.create_run(experiment_id)
+    experiment_id = mlflow_client.create_experiment(f"artifacts-{uuid.uuid4().hex[:8]}")
+    run = mlflow_client.create_run(experiment_id)
     report = tmp_path / "report.html"
     report.write_text("<script>alert(document.cookie)</script>")
-    client.log_artifact(run.info.run_id, str(report))
+    mlflow_client.log_artifact(run.info.run_id, str(report))
     response = await jp_fetch(
         "air", "mlflow", "get-artifact", params={"path": "report.html", "run_uuid": run.info.run_id}
     )

@@ -7,15 +7,13 @@ from tornado.httpclient import HTTPClientError
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_air": True},
-            "authorizer_class": "authorizers.DenyAirMlflow",
-        },
-        "JupyterAir": air_config,
-    }
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
+
+
+@pytest.fixture
+def server_app_config() -> dict:
+    return {"authorizer_class": "authorizers.DenyAirMlflow"}
 
 
 @pytest.mark.parametrize(

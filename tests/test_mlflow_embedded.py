@@ -11,7 +11,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from kernel_support import open_notebook
 from tornado.httpclient import HTTPClientError
+
+EXPERIMENTS_API = ("air", "mlflow", "ajax-api", "2.0", "mlflow", "experiments")  # via the proxy
 
 
 @pytest.fixture
@@ -67,12 +70,7 @@ async def test_embedded_server_lifecycle_proxy_and_kernel_env(
     page = await jp_fetch("air", "mlflow/", headers={"Accept": "text/html"})
     assert page.code == 200 and b"<html" in page.body.lower()
     created = await jp_fetch(
-        "air",
-        "mlflow",
-        "ajax-api",
-        "2.0",
-        "mlflow",
-        "experiments",
+        *EXPERIMENTS_API,
         "create",
         method="POST",
         body=json.dumps({"name": "through-the-proxy"}),
@@ -83,12 +81,7 @@ async def test_embedded_server_lifecycle_proxy_and_kernel_env(
     # without a token: no MLflow content
     with pytest.raises(HTTPClientError) as error:
         await jp_fetch(
-            "air",
-            "mlflow",
-            "ajax-api",
-            "2.0",
-            "mlflow",
-            "experiments",
+            *EXPERIMENTS_API,
             "search",
             headers={"Authorization": ""},
             follow_redirects=False,
@@ -96,12 +89,7 @@ async def test_embedded_server_lifecycle_proxy_and_kernel_env(
     assert error.value.code in (302, 403)
     with pytest.raises(HTTPClientError) as error:
         await jp_fetch(
-            "air",
-            "mlflow",
-            "ajax-api",
-            "2.0",
-            "mlflow",
-            "experiments",
+            *EXPERIMENTS_API,
             "create",
             method="POST",
             body="{}",
@@ -111,23 +99,7 @@ async def test_embedded_server_lifecycle_proxy_and_kernel_env(
 
     # a kernel started by this server gets the tracking URI and the UI path
     await jp_fetch("api", "contents", "nb", method="PUT", body=json.dumps({"type": "directory"}))
-    session = json.loads(
-        (
-            await jp_fetch(
-                "api",
-                "sessions",
-                method="POST",
-                body=json.dumps(
-                    {
-                        "path": "nb/a.ipynb",
-                        "type": "notebook",
-                        "name": "a.ipynb",
-                        "kernel": {"name": "python3"},
-                    }
-                ),
-            )
-        ).body
-    )
+    session = await open_notebook(jp_fetch, "nb/a.ipynb")
     kernel = jp_serverapp.kernel_manager.get_kernel(session["kernel"]["id"])
     environ = psutil.Process(kernel.provisioner.pid).environ()
     assert environ["MLFLOW_TRACKING_URI"] == service.process.url

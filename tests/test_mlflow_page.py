@@ -17,9 +17,8 @@ TAG = '<script data-jupyter-air="mlflow-page"'
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
 
 
 def test_the_tag_names_the_script_under_the_base_url():

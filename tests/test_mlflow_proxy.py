@@ -18,16 +18,8 @@ EVIL = "http://evil.example"
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
-
-
-@pytest.fixture
-def client(mlflow_server):
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(tracking_uri=mlflow_server.url)
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
 
 
 def unique(prefix: str) -> str:
@@ -70,27 +62,27 @@ async def status_of(jp_fetch, *parts: str, **kwargs) -> int:
     return response.code
 
 
-def experiment_exists(client, name: str) -> bool:
-    return client.get_experiment_by_name(name) is not None
+def experiment_exists(mlflow_client, name: str) -> bool:
+    return mlflow_client.get_experiment_by_name(name) is not None
 
 
-def model_exists(client, name: str) -> bool:
+def model_exists(mlflow_client, name: str) -> bool:
     from mlflow.exceptions import MlflowException
 
     try:
-        client.get_registered_model(name)
+        mlflow_client.get_registered_model(name)
     except MlflowException:
         return False
     return True
 
 
-def artifact_names(client, run_id: str) -> list[str]:
-    return [a.path for a in client.list_artifacts(run_id)]
+def artifact_names(mlflow_client, run_id: str) -> list[str]:
+    return [a.path for a in mlflow_client.list_artifacts(run_id)]
 
 
 # what a cross-site page can make a logged-in browser send ---------------------------------------
 @pytest.mark.parametrize("origin", [None, EVIL])
-async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, client, origin):
+async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, mlflow_client, origin):
     browser = await log_in(jp_fetch)
     extra = {"Origin": origin} if origin else {}
     headers = cookie_only(browser, **extra)
@@ -111,10 +103,10 @@ async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, clien
         )
         == refused
     )
-    assert not experiment_exists(client, name)
+    assert not experiment_exists(mlflow_client, name)
 
-    experiment_id = client.create_experiment(unique("xsrf-target"))
-    run_id = client.create_run(experiment_id).info.run_id
+    experiment_id = mlflow_client.create_experiment(unique("xsrf-target"))
+    run_id = mlflow_client.create_run(experiment_id).info.run_id
     # a form-style upload (text/plain needs no CORS preflight)
     assert (
         await status_of(
@@ -138,10 +130,10 @@ async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, clien
         )
         == refused
     )
-    assert artifact_names(client, run_id) == []
+    assert artifact_names(mlflow_client, run_id) == []
 
     model = unique("xsrf-model")
-    client.create_registered_model(model)
+    mlflow_client.create_registered_model(model)
     assert (
         await status_of(
             jp_fetch,
@@ -152,7 +144,7 @@ async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, clien
         )
         == refused
     )
-    assert model_exists(client, model)
+    assert model_exists(mlflow_client, model)
 
     assert (
         await status_of(
@@ -164,10 +156,10 @@ async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, clien
         )
         == refused
     )
-    assert client.get_registered_model(model).description in ("", None)
+    assert mlflow_client.get_registered_model(model).description in ("", None)
 
 
-async def test_a_cookie_xsrf_token_that_does_not_match_is_refused(jp_fetch, client):
+async def test_a_cookie_xsrf_token_that_does_not_match_is_refused(jp_fetch, mlflow_client):
     browser = await log_in(jp_fetch)
     name = unique("xsrf-mismatch")
     headers = with_xsrf_header(browser, **{"Content-Type": "application/json"})
@@ -180,13 +172,13 @@ async def test_a_cookie_xsrf_token_that_does_not_match_is_refused(jp_fetch, clie
         headers=headers,
     )
     assert code == 403
-    assert not experiment_exists(client, name)
+    assert not experiment_exists(mlflow_client, name)
 
 
 # what MLflow's own page sends, and what scripts with the token send ---------------------------
 @pytest.mark.parametrize("credentials", ["xsrf header", "token"])
 async def test_writes_with_the_xsrf_header_or_the_token_are_forwarded(
-    jp_fetch, client, credentials
+    jp_fetch, mlflow_client, credentials
 ):
     browser = await log_in(jp_fetch)
     headers = with_xsrf_header(browser) if credentials == "xsrf header" else {}
@@ -199,20 +191,20 @@ async def test_writes_with_the_xsrf_header_or_the_token_are_forwarded(
         headers={**headers, "Content-Type": "application/json"},
     )
     experiment_id = json.loads(created.body)["experiment_id"]
-    assert client.get_experiment(experiment_id).name == name
+    assert mlflow_client.get_experiment(experiment_id).name == name
 
-    run_id = client.create_run(experiment_id).info.run_id
+    run_id = mlflow_client.create_run(experiment_id).info.run_id
     await jp_fetch(
         f"air/mlflow/api/2.0/mlflow-artifacts/artifacts/{experiment_id}/{run_id}/artifacts/put.txt",
         method="PUT",
         body="put",
         headers=headers,
     )
-    assert artifact_names(client, run_id) == ["put.txt"]
+    assert artifact_names(mlflow_client, run_id) == ["put.txt"]
 
     # DELETE with a JSON body, as MLflow's UI sends it
     model = unique("xsrf-model")
-    client.create_registered_model(model)
+    mlflow_client.create_registered_model(model)
     deleted = await jp_fetch(
         "air/mlflow/ajax-api/2.0/mlflow/registered-models/delete",
         method="DELETE",
@@ -221,12 +213,12 @@ async def test_writes_with_the_xsrf_header_or_the_token_are_forwarded(
         allow_nonstandard_methods=True,
     )
     assert deleted.code == 200
-    assert not model_exists(client, model)
+    assert not model_exists(mlflow_client, model)
 
 
 # the page that makes MLflow's UI send the header ----------------------------------------------
 async def test_mlflow_pages_get_the_xsrf_script_and_cookie_artifacts_do_not(
-    jp_fetch, client, mlflow_server, tmp_path
+    jp_fetch, mlflow_client, mlflow_server, tmp_path
 ):
     browser = await log_in(jp_fetch)
     # a browser without the `_xsrf` cookie (MLflow opened first, with the token) is given one
@@ -274,11 +266,11 @@ async def test_mlflow_pages_get_the_xsrf_script_and_cookie_artifacts_do_not(
     )
     assert cached.code == 200 and 'data-jupyter-air="xsrf"' in cached.body.decode()
 
-    experiment_id = client.create_experiment(unique("xsrf-artifact"))
-    run_id = client.create_run(experiment_id).info.run_id
+    experiment_id = mlflow_client.create_experiment(unique("xsrf-artifact"))
+    run_id = mlflow_client.create_run(experiment_id).info.run_id
     report = tmp_path / "report.html"
     report.write_text("<html><head><title>r</title></head><body>report</body></html>")
-    client.log_artifact(run_id, str(report))
+    mlflow_client.log_artifact(run_id, str(report))
     artifact = await jp_fetch(
         "air", "mlflow", "get-artifact", params={"path": "report.html", "run_uuid": run_id}
     )

@@ -36,10 +36,8 @@ def users_server():
 
 
 @pytest.fixture
-def jp_server_config(air_config, users_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", users_server)
-    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "the-users-mlflow-token")
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(users_server) -> dict[str, str]:
+    return {"MLFLOW_TRACKING_URI": users_server, "MLFLOW_TRACKING_TOKEN": "the-users-mlflow-token"}
 
 
 async def test_jupyters_credentials_are_not_forwarded(jp_fetch, users_server):

@@ -9,7 +9,7 @@ import textwrap
 import threading
 
 import pytest
-from workloads_support import PY, cli_env, wait_for, write
+from workloads_support import PY, cli_env, server_config, wait_for, write
 
 from jupyter_air.workloads.schedules import (
     Scheduler,
@@ -423,13 +423,12 @@ def test_the_schedule_commands_through_the_cli(env):
 # the Jupyter server: its task fires them, its API serves them -------------------------------
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(tmp_path / "air")}
+    return server_config(tmp_path / "air")
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(mlflow_env) -> dict[str, str]:
+    return mlflow_env
 
 
 async def test_the_jupyter_server_fires_due_schedules_and_serves_them(

@@ -74,9 +74,8 @@ def air_config(tmp_path) -> dict:
 
 
 @pytest.fixture
-def jp_server_config(air_config, slow_mlflow, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", slow_mlflow)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(slow_mlflow) -> dict[str, str]:
+    return {"MLFLOW_TRACKING_URI": slow_mlflow}
 
 
 async def timed_get(port: int, path: str, headers: dict[str, str]) -> float:

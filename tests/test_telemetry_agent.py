@@ -53,15 +53,17 @@ def to(service: GpuService):
     return send
 
 
+def agent_on(service: GpuService, fake, clock: Clock) -> NodeAgent:
+    """An agent of the node ``gpu-a`` (NVML on ``fake``) reporting to ``service`` every 10 s of
+    ``clock``."""
+    sampler = Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock)
+    return NodeAgent(sampler, to(service), interval_s=10, clock=clock)
+
+
 def test_an_agent_idles_until_told_then_samples_and_buffers_what_it_cannot_send(service):
     fake = three_gpus()
     clock = Clock()
-    agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock),
-        to(service),
-        interval_s=10,
-        clock=clock,
-    )
+    agent = agent_on(service, fake, clock)
     assert agent.step() == 10  # nobody watches: a heartbeat, and again in one interval
     assert fake.total_calls == 0
     record = service.nodes.get("gpu-a")
@@ -89,12 +91,7 @@ def test_an_agent_idles_until_told_then_samples_and_buffers_what_it_cannot_send(
 def test_out_of_touch_for_longer_than_the_idle_timeout_it_stops_sampling(service):
     fake = three_gpus()
     clock = Clock()
-    agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=fake), node="gpu-a", clock=clock),
-        to(service),
-        interval_s=10,
-        clock=clock,
-    )
+    agent = agent_on(service, fake, clock)
     service.poll_loop.touch()
     agent.step()
     agent.step()
@@ -113,12 +110,7 @@ def test_out_of_touch_for_longer_than_the_idle_timeout_it_stops_sampling(service
 
 def test_a_refused_report_is_dropped_not_resent(service):
     clock = Clock()
-    agent = NodeAgent(
-        Sampler(NvmlBackend(nvml=three_gpus()), node="gpu-a", clock=clock),
-        to(service),
-        interval_s=10,
-        clock=clock,
-    )
+    agent = agent_on(service, three_gpus(), clock)
     service.poll_loop.touch()
     agent.step()  # told to sample
     sent: list[int] = []

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
-from telemetry_support import telemetry_config
-from test_telemetry_ingest import report
+from test_telemetry_ingest import air_config, report  # noqa: F401 (the same server's settings)
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -26,16 +24,6 @@ from jupyter_air.telemetry.agent import (
 )
 from jupyter_air.telemetry.agent_tokens import mint_token, revoke_token
 from jupyter_air.telemetry.models import IngestRequest
-
-
-@pytest.fixture
-def air_config(tmp_path) -> dict:
-    return telemetry_config(tmp_path, telemetry_ingest_max_bytes=16 * 1024)
-
-
-@pytest.fixture
-def data_dir(air_config) -> Path:
-    return Path(air_config["data_dir"])
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import asyncio
 import json
 import re
 import time
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -29,11 +28,6 @@ from jupyter_air.telemetry.models import IngestRequest
 @pytest.fixture
 def air_config(tmp_path) -> dict:
     return telemetry_config(tmp_path, telemetry_ingest_max_bytes=16 * 1024)
-
-
-@pytest.fixture
-def data_dir(air_config) -> Path:
-    return Path(air_config["data_dir"])
 
 
 def report(node: str = "gpu-1", gpus: int = 2, samples: int = 1) -> dict:

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tracking_support import reset_fluent, unique, use_server
+from tracking_support import in_notebook, reset_fluent, unique, use_server
 
 from jupyter_air.tracking.experiments import (
     ExperimentError,
@@ -32,12 +32,7 @@ def server(mlflow_server, monkeypatch):
 @pytest.fixture
 def notebook(tmp_path, monkeypatch) -> str:
     """A notebook at <root>/exp/train.ipynb, as Jupyter and jupyter-air describe it to kernels."""
-    root = tmp_path / "root"
-    (root / "exp").mkdir(parents=True)
-    path = root / "exp" / "train.ipynb"
-    path.write_text("{}")
-    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    in_notebook(monkeypatch, tmp_path)
     return "exp/train.ipynb"
 
 

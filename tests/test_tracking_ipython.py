@@ -11,7 +11,7 @@ import textwrap
 import time
 
 import pytest
-from tracking_support import reset_fluent, unique, use_server
+from tracking_support import in_notebook, reset_fluent, unique, use_server
 
 import jupyter_air
 from jupyter_air.tracking import readiness
@@ -25,13 +25,8 @@ def shell(mlflow_server, monkeypatch, tmp_path):
     from IPython.core.interactiveshell import InteractiveShell
 
     use_server(monkeypatch, mlflow_server.url)
-    root = tmp_path / "root"
-    (root / "exp").mkdir(parents=True)
-    (root / "exp" / "train.ipynb").write_text("{}")
-    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
-    monkeypatch.setenv("JPY_SESSION_NAME", str(root / "exp" / "train.ipynb"))
-    monkeypatch.setenv("JUPYTER_AIR_BASE_URL", "/user/alice/")
-    monkeypatch.setenv("JUPYTER_AIR_MLFLOW_UI", "/user/alice/air/mlflow/")
+
+    in_notebook(monkeypatch, tmp_path, links=True)
     shell = InteractiveShell.instance()
     shell.display_pub = CapturingDisplayPublisher()
     yield shell

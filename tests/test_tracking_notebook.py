@@ -12,30 +12,21 @@ import uuid
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
-from tracking_support import unique, use_server
+from tracking_support import UI, execute_notebook, in_notebook, unique, use_server
 
 from jupyter_air.tracking.display import MIME_TYPE
 from jupyter_air.tracking.naming import TAG_KERNEL_ID, TAG_NOTEBOOK
 
 HOSTILE = "<img src=x onerror=alert(1)>"
-UI = "/user/alice/air/mlflow/"
 
 
 @pytest.fixture
 def executed(mlflow_server, monkeypatch, tmp_path):
     """Run the notebook once; give back the executed notebook, the experiment name it set, the
     user and the kernel's connection file."""
-    use_server(monkeypatch, mlflow_server.url)
-    root = tmp_path / "root"
-    (root / "exp").mkdir(parents=True)
-    path = root / "exp" / "train.ipynb"
     # what the jupyter-air server and Jupyter put in a kernel's environment
-    monkeypatch.setenv("JUPYTER_AIR_MLFLOW_UI", UI)
-    monkeypatch.setenv("JUPYTER_AIR_BASE_URL", "/user/alice/")
-    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    use_server(monkeypatch, mlflow_server.url)
+    path = in_notebook(monkeypatch, tmp_path, links=True)
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     chosen = unique("x")
     cells = [
@@ -53,21 +44,9 @@ def executed(mlflow_server, monkeypatch, tmp_path):
     ]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    nbformat.write(nb, path)
     # a connection file named as jupyter-server names them: kernel-<kernel id>.json
     kernel_id = str(uuid.uuid4())
-    km = KernelManager(
-        kernel_name="python3", connection_file=str(tmp_path / f"kernel-{kernel_id}.json")
-    )
-    client = NotebookClient(
-        nb, km=km, timeout=180, resources={"metadata": {"path": str(path.parent)}}
-    )
-    try:
-        client.execute()
-    finally:  # a kernel manager given to nbclient is not shut down by it
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
-    nbformat.write(nb, path)  # as a person would find it saved
+    execute_notebook(nb, path, tmp_path / f"kernel-{kernel_id}.json")
     return nb, chosen, os.environ["JUPYTERHUB_USER"], kernel_id
 
 

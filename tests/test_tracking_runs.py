@@ -8,7 +8,7 @@ import os
 import time
 
 import pytest
-from tracking_support import reset_fluent, unique, use_server
+from tracking_support import in_notebook, reset_fluent, unique, use_server
 
 from jupyter_air.tracking.naming import TAG_KERNEL_ID, TAG_LAUNCHER, TAG_NOTEBOOK
 from jupyter_air.tracking.runs import ManagedRun
@@ -17,11 +17,7 @@ from jupyter_air.tracking.runs import ManagedRun
 @pytest.fixture
 def server(mlflow_server, monkeypatch, tmp_path):
     use_server(monkeypatch, mlflow_server.url)
-    root = tmp_path / "root"
-    (root / "exp").mkdir(parents=True)
-    (root / "exp" / "train.ipynb").write_text("{}")
-    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
-    monkeypatch.setenv("JPY_SESSION_NAME", str(root / "exp" / "train.ipynb"))
+    in_notebook(monkeypatch, tmp_path)
     yield mlflow_server
     reset_fluent()
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from tornado.httpclient import HTTPClientError
-from workloads_support import PY, deny_reading, wait_for
+from workloads_support import PY, deny_reading, server_config, wait_for
 
 from jupyter_air.workloads import load_spec, submit
 from jupyter_air.workloads.connection import Connection
@@ -44,18 +44,12 @@ command: >-
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "none",
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-    }
+    return server_config(tmp_path / "air")
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    monkeypatch.setenv("JUPYTER_AIR_KILL_GRACE_S", "3")
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+def server_env(mlflow_env) -> dict[str, str]:
+    return {**mlflow_env, "JUPYTER_AIR_KILL_GRACE_S": "3"}
 
 
 @pytest.fixture
@@ -190,27 +184,28 @@ async def test_an_mlflow_runs_logs_are_its_attempts(jp_fetch, store, mlflow_serv
         assert error.value.code == 403
 
 
-async def test_follow_a_running_job_by_long_poll_then_cancel(jp_fetch, store, mlflow_server):
-    job_id = start(store, SLOW, mlflow_server)
-    first = body(
+async def follow(jp_fetch, job_id: str, **params: str) -> dict:
+    """A long-poll of the job run's logs (``wait``: 20 s)."""
+    return body(
         await jp_fetch(
-            "air", "api", "workloads", job_id, "logs", params={"wait": "20"}, request_timeout=40
+            "air",
+            "api",
+            "workloads",
+            job_id,
+            "logs",
+            params={**params, "wait": "20"},
+            request_timeout=40,
         )
     )
+
+
+async def test_follow_a_running_job_by_long_poll_then_cancel(jp_fetch, store, mlflow_server):
+    job_id = start(store, SLOW, mlflow_server)
+    first = await follow(jp_fetch, job_id)
     cursor, seen = first["next"], [line["text"] for line in first["lines"]]
     started = time.monotonic()
     while len(seen) < 3:
-        page = body(
-            await jp_fetch(
-                "air",
-                "api",
-                "workloads",
-                job_id,
-                "logs",
-                params={"after": cursor, "wait": "20"},
-                request_timeout=40,
-            )
-        )
+        page = await follow(jp_fetch, job_id, after=cursor)
         assert page["complete"] is False
         seen += [line["text"] for line in page["lines"]]
         cursor = page["next"]
@@ -228,17 +223,7 @@ async def test_follow_a_running_job_by_long_poll_then_cancel(jp_fetch, store, ml
             assert node["pid"] is None or not _alive(node["pid"])
     # following a finished job returns at once, complete
     started = time.monotonic()
-    done = body(
-        await jp_fetch(
-            "air",
-            "api",
-            "workloads",
-            job_id,
-            "logs",
-            params={"after": cursor, "wait": "20"},
-            request_timeout=40,
-        )
-    )
+    done = await follow(jp_fetch, job_id, after=cursor)
     assert done["complete"] is True and time.monotonic() - started < 5
 
 
@@ -288,17 +273,23 @@ def _alive(pid: int) -> bool:
     return alive(pid)
 
 
-class TestLogsAccess:
+class DeniedLogs:
+    """Tests on a server whose authorizer is ``authorizers.<authorizer>``, with the default grace
+    period."""
+
+    authorizer = ""
+
     @pytest.fixture
-    def jp_server_config(self, air_config, mlflow_server, monkeypatch) -> dict:
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-        return {
-            "ServerApp": {
-                "jpserver_extensions": {"jupyter_air": True},
-                "authorizer_class": "authorizers.DenyAirLogs",
-            },
-            "JupyterAir": air_config,
-        }
+    def server_env(self, mlflow_env) -> dict[str, str]:
+        return mlflow_env
+
+    @pytest.fixture
+    def server_app_config(self) -> dict:
+        return {"authorizer_class": f"authorizers.{self.authorizer}"}
+
+
+class TestLogsAccess(DeniedLogs):
+    authorizer = "DenyAirLogs"
 
     async def test_without_the_logs_permission_the_job_shows_but_its_logs_do_not(
         self, jp_fetch, store, mlflow_server
@@ -321,17 +312,8 @@ class TestLogsAccess:
             assert "'air-logs' permission" in message
 
 
-class TestPerJobAccess:
-    @pytest.fixture
-    def jp_server_config(self, air_config, mlflow_server, monkeypatch) -> dict:
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-        return {
-            "ServerApp": {
-                "jpserver_extensions": {"jupyter_air": True},
-                "authorizer_class": "authorizers.DenyLogsOfOneWorkload",
-            },
-            "JupyterAir": air_config,
-        }
+class TestPerJobAccess(DeniedLogs):
+    authorizer = "DenyLogsOfOneWorkload"
 
     async def test_an_authorizer_can_decide_per_job_run(self, jp_fetch, store, mlflow_server):
         from authorizers import DenyLogsOfOneWorkload

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from workloads_support import PY, alive
+from workloads_support import PY, alive, server_config
 
 from jupyter_air.workloads import heartbeat, load_spec, submit
 from jupyter_air.workloads.connection import Connection
@@ -35,15 +35,13 @@ def watch_every_s() -> float:
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(tmp_path / "air")}
+    return server_config(tmp_path / "air")
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch, watch_every_s) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    monkeypatch.setenv("JUPYTER_AIR_KILL_GRACE_S", "2")
+def server_env(mlflow_env, monkeypatch, watch_every_s) -> dict[str, str]:
     monkeypatch.setattr("jupyter_air.server.workload_service.WATCH_EVERY_S", watch_every_s)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+    return {**mlflow_env, "JUPYTER_AIR_KILL_GRACE_S": "2"}
 
 
 @pytest.fixture

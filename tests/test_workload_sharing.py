@@ -11,7 +11,7 @@ import json
 
 import pytest
 from tornado.httpclient import HTTPClientError
-from workloads_support import PY, air, wait_for
+from workloads_support import PY, air, server_config, wait_for
 
 from jupyter_air.workloads import load_spec, submit
 from jupyter_air.workloads.connection import Connection
@@ -28,22 +28,22 @@ command: {PY} -c "print('secret step 1', flush=True)"
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(tmp_path / "air")}
+    return server_config(tmp_path / "air")
 
 
 @pytest.fixture
-def jp_server_config(air_config, mlflow_server, monkeypatch) -> dict:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    monkeypatch.setenv("JUPYTERHUB_USER", "alice")  # alice's server, under JupyterHub
-    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "a-token-of-the-hub")
-    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", air_config["data_dir"])  # her `air` too
+def server_env(mlflow_env, air_config) -> dict[str, str]:
     return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_air": True},
-            "identity_provider_class": "authorizers.TwoUsers",
-        },
-        "JupyterAir": air_config,
+        **mlflow_env,
+        "JUPYTERHUB_USER": "alice",  # alice's server, under JupyterHub
+        "JUPYTERHUB_API_TOKEN": "a-token-of-the-hub",
+        "JUPYTER_AIR_DATA_DIR": air_config["data_dir"],  # her `air` too
     }
+
+
+@pytest.fixture
+def server_app_config() -> dict:
+    return {"identity_provider_class": "authorizers.TwoUsers"}
 
 
 async def as_user(jp_fetch, headers: dict, *parts: str, **kwargs) -> tuple[int, dict | str]:

@@ -8,7 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, JupyterServer, air, air_environment, wait_for, wait_until, write
+from workloads_support import (
+    PY,
+    JupyterServer,
+    air,
+    air_environment,
+    server_config,
+    wait_for,
+    wait_until,
+    write,
+)
 
 from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
 from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow, healthy
@@ -144,7 +153,7 @@ def test_a_tracking_server_that_goes_away_mid_job_does_not_hold_the_job_up(
 
 @pytest.fixture
 def air_config(tmp_path: Path, mlflow_server) -> dict:
-    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(tmp_path / "srv")}
+    return server_config(tmp_path / "srv")
 
 
 async def test_the_server_closes_runs_that_ended_jobs_left_open(

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, air, cli_env, wait_for, wait_until, write
+from workloads_support import PY, air, cli_env, server_config, wait_for, wait_until, write
 
 from jupyter_air.logs.query import query_logs
 
@@ -195,7 +195,7 @@ def _logs(env, job_id: str) -> str:
 
 @pytest.fixture
 def air_config(tmp_path: Path) -> dict:
-    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(tmp_path / "data")}
+    return server_config(tmp_path / "data")
 
 
 async def test_the_rest_api_serves_a_ray_jobs_logs(env, jp_fetch):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +34,46 @@ def use_server(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("JUPYTERHUB_USER", unique("user"))
     reset_fluent()
+
+
+UI = "/user/alice/air/mlflow/"  # the MLflow UI of alice's server, under JupyterHub
+
+
+def in_notebook(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, links: bool = False) -> Path:
+    """This process as Jupyter and jupyter-air describe the notebook ``exp/train.ipynb`` to its
+    kernel, the server's root ``tmp_path/root`` (after ``use_server``, which clears this);
+    ``links``: the base URL and MLflow UI of alice's server too. Returns the notebook's path (an
+    empty notebook there)."""
+    root = tmp_path / "root"
+    (root / "exp").mkdir(parents=True)
+    path = root / "exp" / "train.ipynb"
+    path.write_text("{}")
+    monkeypatch.setenv("JUPYTER_AIR_ROOT_DIR", str(root))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    if links:
+        monkeypatch.setenv("JUPYTER_AIR_BASE_URL", "/user/alice/")
+        monkeypatch.setenv("JUPYTER_AIR_MLFLOW_UI", UI)
+    return path
+
+
+def execute_notebook(nb: Any, path: Path, connection_file: Path) -> None:
+    """Run every cell of ``nb``, saved at ``path``, in a real kernel started in its folder with
+    ``connection_file``; the executed notebook is saved there, as a person would find it."""
+    import nbformat
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    nbformat.write(nb, path)
+    km = KernelManager(kernel_name="python3", connection_file=str(connection_file))
+    client = NotebookClient(
+        nb, km=km, timeout=180, resources={"metadata": {"path": str(path.parent)}}
+    )
+    try:
+        client.execute()
+    finally:  # a kernel manager given to nbclient is not shut down by it
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    nbformat.write(nb, path)
 
 
 def reset_fluent() -> None:

@@ -15,6 +15,12 @@ from typing import Any
 from jupyter_air.workloads.store import TERMINAL, JobRun, JobStore
 
 
+def server_config(data_dir: Path) -> dict:
+    """JupyterAir settings of a test server that runs workloads: no GPUs, no MLflow server of its
+    own (the session's), its data folder ``data_dir``."""
+    return {"gpu_backend": "none", "mlflow_embedded": False, "data_dir": str(data_dir)}
+
+
 def air_environment(monkeypatch, tmp_path: Path, tracking_uri: str | None) -> Path:
     """This process (and what it starts) as a shell outside Jupyter would be: its own data
     folder, no running Jupyter server to find, the session's tracking server. Returns the data

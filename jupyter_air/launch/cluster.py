@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import CHECKPOINT_DIR, CLUSTER, SYSTEM_METRICS_INTERVAL_S
+from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from ..tracking.identity import credentials_env
 from .devices import say_once
@@ -196,10 +196,8 @@ class ClusterLaunch(Launch):
             env.update(credentials_env())  # a team server's user, as MLflow's client reads it
         if self.cluster.nproc > 1:
             env["OMP_NUM_THREADS"] = "1"
-        if self.checkpoint_dir is not None:  # a path of this machine: a disk the nodes share
-            env[CHECKPOINT_DIR.name] = str(self.checkpoint_dir)
-        env.update({str(k): str(v) for k, v in self.options.env.items()})
-        return env
+        # the checkpoint folder is a path of this machine: a disk the nodes share
+        return self._with_call_env(env)
 
     def _start_agent(self) -> None:
         import ray

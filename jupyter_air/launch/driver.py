@@ -215,6 +215,10 @@ class Launch:
             env["CUDA_VISIBLE_DEVICES"] = self.plan.cuda_visible_devices
         if self.plan.nproc > 1:
             env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: no oversubscription
+        return self._with_call_env(env)
+
+    def _with_call_env(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with what every rank gets last: the checkpoint folder and the call's ``env``."""
         if self.checkpoint_dir is not None:
             env[CHECKPOINT_DIR.name] = str(self.checkpoint_dir)
         env.update({str(k): str(v) for k, v in self.options.env.items()})

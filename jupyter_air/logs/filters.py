@@ -7,11 +7,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypedDict
 
 from .levels import LEVELS
 from .logfile import parse_timestamp, timestamp
 
 TimeBound = float | int | str | datetime | None
+
+
+class Filters(TypedDict, total=False):
+    """A log query's filters as keyword arguments (``LogFilter.make``'s)."""
+
+    level: str | Iterable[str] | None
+    q: str | None
+    since: TimeBound
+    until: TimeBound
 
 
 class InvalidQuery(ValueError):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.enums import JOB_TERMINAL
 from ..workloads.paths import log_path
-from .filters import InvalidQuery, LogFilter, TimeBound, make_cursor, parse_cursor
+from .filters import Filters, InvalidQuery, LogFilter, TimeBound, make_cursor, parse_cursor
 from .scan import (
     MAX_CHUNK,
     LogBuffer,
@@ -35,6 +35,8 @@ from .scan import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ..workloads.store import JobRun, JobStore
 
 DEFAULT_LIMIT = 1000
@@ -193,11 +195,8 @@ def download_logs(
     *,
     attempt: int | None = None,
     node: int = 0,
-    level: str | Iterable[str] | None = None,
-    q: str | None = None,
-    since: TimeBound = None,
-    until: TimeBound = None,
     job: JobRun | None = None,
+    **filters: Unpack[Filters],
 ) -> Iterator[bytes]:
     """Every line of one log file that matches the filters, in the stored format, as chunks of
     bytes (for a streamed HTTP response or a file). Only lines written so far."""
@@ -206,7 +205,7 @@ def download_logs(
     chosen = attempt or page.attempt
     if chosen == 0:
         return
-    filt = LogFilter.make(level, q, since, until)
+    filt = LogFilter.make(**filters)
     data_dir = store.data_dir
     with LogBuffer(log_path(data_dir, job.id, chosen, node)) as buf:
         lo, hi = time_window(buf, 0, buf.hi, filt)
@@ -231,10 +230,7 @@ def download_to(
     *,
     attempts: Iterable[int] | None = None,
     nodes: Iterable[int] | None = None,
-    level: str | Iterable[str] | None = None,
-    q: str | None = None,
-    since: TimeBound = None,
-    until: TimeBound = None,
+    **filters: Unpack[Filters],
 ) -> list[Path]:
     """Write ``<folder>/<job id>/attempt_K/node_N.log`` for the attempts and nodes asked (all by
     default), each with its lines that match the filters. Returns the files written."""
@@ -248,15 +244,7 @@ def download_to(
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "wb") as out:
                 for chunk in download_logs(
-                    store,
-                    job_id,
-                    attempt=attempt,
-                    node=node,
-                    level=level,
-                    q=q,
-                    since=since,
-                    until=until,
-                    job=job,
+                    store, job_id, attempt=attempt, node=node, job=job, **filters
                 ):
                     out.write(chunk)
             written.append(target)

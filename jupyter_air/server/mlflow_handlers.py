@@ -67,6 +67,17 @@ class _RunsBase(ExtensionHandlerMixin, APIHandler):
             return self._unreachable(service, ConnectionError("no answer to /health"))
         return None
 
+    async def _answered_not_ready(
+        self, service: MlflowService, answer: RunsPayload | RunPayload | ExperimentsPayload
+    ) -> bool:
+        """Whether MLflow cannot be queried now: then ``answer`` is sent, with the status."""
+        not_ready = await self._not_ready(service)
+        if not_ready is None:
+            return False
+        answer.mlflow = not_ready
+        self.finish(answer.model_dump_json())
+        return True
+
     def _unreachable(self, service: MlflowService, error: Exception) -> MlflowStatus:
         status = service.unreachable(error)
         log.warning("jupyter-air: %s", status.error)
@@ -100,10 +111,7 @@ class RunsHandler(_RunsBase):
             mlflow=service.status(),
             experiment_name=default_experiment_name(notebook, current_user()) if notebook else None,
         )
-        not_ready = await self._not_ready(service)
-        if not_ready is not None:
-            answer.mlflow = not_ready
-            self.finish(answer.model_dump_json())
+        if await self._answered_not_ready(service, answer):
             return
         try:
             if experiment_id:
@@ -139,10 +147,7 @@ class RunHandler(_RunsBase):
     async def get(self, run_id: str) -> None:
         service = _service(self)
         answer = RunPayload(mlflow=service.status())
-        not_ready = await self._not_ready(service)
-        if not_ready is not None:
-            answer.mlflow = not_ready
-            self.finish(answer.model_dump_json())
+        if await self._answered_not_ready(service, answer):
             return
         try:
             answer.run = await service.get_run(run_id)
@@ -161,14 +166,12 @@ class ExperimentsHandler(_RunsBase):
     async def get(self) -> None:
         service = _service(self)
         answer = ExperimentsPayload(mlflow=service.status())
-        not_ready = await self._not_ready(service)
-        if not_ready is not None:
-            answer.mlflow = not_ready
-        else:
-            try:
-                answer.experiments = await service.list_experiments()
-            except MlflowError as error:
-                answer.mlflow = self._unreachable(service, error)
+        if await self._answered_not_ready(service, answer):
+            return
+        try:
+            answer.experiments = await service.list_experiments()
+        except MlflowError as error:
+            answer.mlflow = self._unreachable(service, error)
         self.finish(answer.model_dump_json())
 
 
@@ -341,20 +344,8 @@ class MlflowProxyHandler(ProxyHandler):
     async def post(self, proxied_path: str = "") -> None:
         await self._forward(proxied_path)
 
-    async def put(self, proxied_path: str = "") -> None:
-        await self._forward(proxied_path)
-
-    async def patch(self, proxied_path: str = "") -> None:
-        await self._forward(proxied_path)
-
-    async def delete(self, proxied_path: str = "") -> None:
-        await self._forward(proxied_path)
-
-    async def head(self, proxied_path: str = "") -> None:
-        await self._forward(proxied_path)
-
-    async def options(self, proxied_path: str = "") -> None:
-        await self._forward(proxied_path)
+    # every other method is forwarded as POST is
+    put = patch = delete = head = options = post
 
 
 def _without_cookies(header: str, names: set[str]) -> str:

@@ -159,8 +159,19 @@ class WorkloadCancelHandler(_WorkloadBase):
 class _LogsBase(_WorkloadBase):
     auth_resource = LOGS_RESOURCE
 
+    @tornado.web.authenticated
+    @authorized(message=NO_LOG_ACCESS)
+    async def get(self, workload_id: str) -> None:
+        await self._serve(workload_id)
+
     async def _serve(self, workload_id: str) -> None:
-        """Answer for the job run ``workload_id`` (its access already checked)."""
+        """Answer for the job run ``workload_id`` (the authorizer's access already checked)."""
+        await self._check_shared(workload_id, NO_LOG_ACCESS)
+        await self._answer(workload_id, self._filters())
+
+    async def _answer(self, workload_id: str, filters: dict[str, Any]) -> None:
+        """Answer for the job run ``workload_id`` (any access checked), with the query's
+        filters."""
         raise NotImplementedError
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -182,16 +193,9 @@ class _LogsBase(_WorkloadBase):
 
 
 class WorkloadLogsHandler(_LogsBase):
-    @tornado.web.authenticated
-    @authorized(message=NO_LOG_ACCESS)
-    async def get(self, workload_id: str) -> None:
-        await self._serve(workload_id)
-
-    async def _serve(self, workload_id: str) -> None:
+    async def _answer(self, workload_id: str, filters: dict[str, Any]) -> None:
         from ..logs.query import MAX_LIMIT
 
-        await self._check_shared(workload_id, NO_LOG_ACCESS)
-        filters = self._filters()
         after = self.get_query_argument("after", None) or None
         before = self.get_query_argument("before", None) or None
         tail = self.get_query_argument("tail", "") in ("1", "true", "yes")
@@ -214,14 +218,7 @@ class WorkloadLogsHandler(_LogsBase):
 
 
 class WorkloadLogsDownloadHandler(_LogsBase):
-    @tornado.web.authenticated
-    @authorized(message=NO_LOG_ACCESS)
-    async def get(self, workload_id: str) -> None:
-        await self._serve(workload_id)
-
-    async def _serve(self, workload_id: str) -> None:
-        await self._check_shared(workload_id, NO_LOG_ACCESS)
-        filters = self._filters()
+    async def _answer(self, workload_id: str, filters: dict[str, Any]) -> None:
         name, chunks = await self._call(self.service.download, workload_id, **filters)
         self.set_header("Content-Type", "text/plain; charset=utf-8")
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')

@@ -71,11 +71,7 @@ describe('ExperimentsModel', () => {
     jest.useFakeTimers({ now: T0_MS });
     server = new FakeRunsServer();
     store = new MlflowStatusStore({ fetch: async () => status() });
-    model = new ExperimentsModel({
-      fetchRuns: server.fetchRuns,
-      fetchExperiments: server.fetchExperiments,
-      store
-    });
+    model = server.model({ store });
   });
 
   afterEach(() => {

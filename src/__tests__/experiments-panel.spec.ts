@@ -3,7 +3,7 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { ExperimentsModel } from '../experiments/model';
 import { ExperimentsPanel } from '../experiments/panel';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, recordingCommands } from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
@@ -35,17 +35,10 @@ describe('ExperimentsPanel', () => {
     jest.useFakeTimers({ now: T0_MS });
     calls = [];
     server = new FakeRunsServer();
-    model = new ExperimentsModel({
-      fetchRuns: server.fetchRuns,
-      fetchExperiments: server.fetchExperiments
-    });
+    model = server.model();
     panel = new ExperimentsPanel({
       model,
-      commands: {
-        execute: async (id: string, args?: any) => {
-          calls.push([id, args]);
-        }
-      }
+      commands: recordingCommands(calls)
     });
   });
 

@@ -36,10 +36,7 @@ describe('Sharing the shown experiment', () => {
   beforeEach(() => {
     jest.useFakeTimers({ now: T0_MS });
     server = new FakeRunsServer();
-    model = new ExperimentsModel({
-      fetchRuns: server.fetchRuns,
-      fetchExperiments: server.fetchExperiments
-    });
+    model = server.model();
     asked = [];
     answer = { username: 'bob', permission: 'READ' };
     shared = [];

@@ -1,7 +1,8 @@
 /**
  * Test helpers shared by the specs: advancing jest's fake timers (with the promises they settle),
  * a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), markup
- * that must only ever show as text, and whether an element is shown.
+ * that must only ever show as text, commands that record their calls, and whether an element
+ * is shown.
  */
 
 import { loadTranslation } from '../common/translation';
@@ -35,6 +36,17 @@ export function stubFetch(body: string): Request[] {
     globalThis.fetch = realFetch;
   });
   return requests;
+}
+
+/** Commands whose `execute` records each call (the command's id and args) in `calls`. */
+export function recordingCommands(calls: [string, any][]): {
+  execute: (id: string, args?: any) => Promise<void>;
+} {
+  return {
+    execute: async (id: string, args?: any) => {
+      calls.push([id, args]);
+    }
+  };
 }
 
 /** Whether an element and all its ancestors are shown (none `hidden`). */

@@ -1,6 +1,7 @@
 /**
  * Fixed MLflow API data and run displays shared by the MLflow specs.
  */
+import { ExperimentsModel } from '../experiments/model';
 import { IRunsQuery } from '../mlflow/api';
 import {
   IExperiment,
@@ -116,6 +117,15 @@ export class FakeRunsServer {
     });
 
   private _held: (() => void)[] = [];
+
+  /** An Experiments model that asks this server (`options`: the rest of its options). */
+  model(options: ExperimentsModel.IOptions = {}): ExperimentsModel {
+    return new ExperimentsModel({
+      fetchRuns: this.fetchRuns,
+      fetchExperiments: this.fetchExperiments,
+      ...options
+    });
+  }
 
   fetchRuns = (query: IRunsQuery): Promise<IRunsPayload> => {
     this.calls.push({ ...query });

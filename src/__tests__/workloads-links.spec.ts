@@ -6,12 +6,11 @@ import { MimeModel } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
 import { CommandIDs } from '../commands';
-import { ExperimentsModel } from '../experiments/model';
 import { ExperimentsPanel } from '../experiments/panel';
 import { runJobId } from '../experiments/run-row';
 import { RunRenderer } from '../mlflow/run-renderer';
 import { RUN_MIME_TYPE, asRunDisplay } from '../mlflow/types';
-import { advance } from './helpers';
+import { advance, recordingCommands } from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
@@ -28,11 +27,7 @@ describe('run display: Workload and Logs buttons', () => {
     jest.useFakeTimers({ now: T0_MS });
     calls = [];
     renderer = new RunRenderer({
-      commands: {
-        execute: async (id: string, args?: any) => {
-          calls.push([id, args]);
-        }
-      }
+      commands: recordingCommands(calls)
     });
     Widget.attach(renderer, document.body);
   });
@@ -114,17 +109,10 @@ describe('Experiment panel: workload link', () => {
           run('plain')
         ]
       });
-    const model = new ExperimentsModel({
-      fetchRuns: server.fetchRuns,
-      fetchExperiments: server.fetchExperiments
-    });
+    const model = server.model();
     panel = new ExperimentsPanel({
       model,
-      commands: {
-        execute: async (id: string, args?: any) => {
-          calls.push([id, args]);
-        }
-      }
+      commands: recordingCommands(calls)
     });
     try {
       model.setNotebook('a.ipynb');

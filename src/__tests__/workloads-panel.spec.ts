@@ -5,7 +5,7 @@ import { JobModel } from '../workloads/job-model';
 import { WorkloadsModel } from '../workloads/model';
 import { WorkloadsPanel } from '../workloads/panel';
 import { IJob } from '../workloads/types';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, recordingCommands } from './helpers';
 import {
   FakeWorkloadsServer,
   QUEUE_REASON,
@@ -76,11 +76,7 @@ describe('WorkloadsPanel', () => {
     panel = new WorkloadsPanel({
       model,
       jobModel,
-      commands: {
-        execute: async (id: string, args?: any) => {
-          calls.push([id, args]);
-        }
-      },
+      commands: recordingCommands(calls),
       confirmCancel: async j => {
         confirmations.push(j);
         return confirmAnswer;

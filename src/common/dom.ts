@@ -22,6 +22,26 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
+/** A `<div>` for errors, announced by screen readers as they change (`role="alert"`). */
+export function alertBox(className: string): HTMLDivElement {
+  const el = h('div', className);
+  el.setAttribute('role', 'alert');
+  return el;
+}
+
+/** A `<thead>` of one row of column headers (`<th scope="col">`), one per label. */
+export function tableHead(labels: string[]): HTMLTableSectionElement {
+  const head = h('thead');
+  const row = h('tr');
+  for (const label of labels) {
+    const th = h('th', undefined, label);
+    th.scope = 'col';
+    row.append(th);
+  }
+  head.append(row);
+  return head;
+}
+
 /** A `<button type="button">` that runs `onClick`, with a tooltip when `title` is given. */
 export function button(
   className: string,

@@ -14,7 +14,14 @@
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 
 import { CommandIDs, ICommandRunner } from '../commands';
-import { button, h, setAttr, setHidden, setText } from '../common/dom';
+import {
+  alertBox,
+  button,
+  h,
+  setAttr,
+  setHidden,
+  setText
+} from '../common/dom';
 import { Poller } from '../common/poller';
 import { ShownWidget } from '../common/shown-widget';
 import { loadTranslation } from '../common/translation';
@@ -96,8 +103,7 @@ export class ExperimentsPanel extends ShownWidget {
     this._controls = new ExperimentControls(this._model, trans);
     this._message = h('div', 'jp-air-exp-message');
     this._message.setAttribute('role', 'status');
-    this._error = h('div', 'jp-air-exp-error');
-    this._error.setAttribute('role', 'alert');
+    this._error = alertBox('jp-air-exp-error');
     this._runs = new RunList(trans, {
       openRun: row => this._openRun(row),
       openWorkload: id => this._execute(CommandIDs.openWorkloads, { id })

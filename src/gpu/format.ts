@@ -14,6 +14,27 @@ export function notAvailable(trans: TranslationBundle): string {
   return trans.__('n/a');
 }
 
+/**
+ * A whole-number value against its limit, both divided by `scale` first: `withLimit`'s text,
+ * `alone`'s when the limit is unknown, "n/a" when the value is.
+ */
+function againstLimit(
+  trans: TranslationBundle,
+  value: number | null | undefined,
+  limit: number | null | undefined,
+  alone: (value: string) => string,
+  withLimit: (value: string, limit: string) => string,
+  scale = 1
+): string {
+  const v = num(value);
+  const max = num(limit);
+  if (v === null) {
+    return notAvailable(trans);
+  }
+  const whole = (x: number) => (x / scale).toFixed(0);
+  return max === null ? alone(whole(v)) : withLimit(whole(v), whole(max));
+}
+
 /** `87%`; `digits` decimals. */
 export function formatPercent(
   trans: TranslationBundle,
@@ -69,14 +90,13 @@ export function formatPower(
   watts: number | null | undefined,
   limitW: number | null | undefined
 ): string {
-  const w = num(watts);
-  const limit = num(limitW);
-  if (w === null) {
-    return notAvailable(trans);
-  }
-  return limit === null
-    ? trans.__('%1 W', w.toFixed(0))
-    : trans.__('%1 / %2 W', w.toFixed(0), limit.toFixed(0));
+  return againstLimit(
+    trans,
+    watts,
+    limitW,
+    w => trans.__('%1 W', w),
+    (w, limit) => trans.__('%1 / %2 W', w, limit)
+  );
 }
 
 /** A duration in words: `5 minutes`, `1 hour`, `90 seconds`. */
@@ -127,14 +147,13 @@ export function formatClock(
   mhz: number | null | undefined,
   maxMhz: number | null | undefined
 ): string {
-  const v = num(mhz);
-  const max = num(maxMhz);
-  if (v === null) {
-    return notAvailable(trans);
-  }
-  return max === null
-    ? trans.__('%1 MHz', v.toFixed(0))
-    : trans.__('%1 / %2 MHz', v.toFixed(0), max.toFixed(0));
+  return againstLimit(
+    trans,
+    mhz,
+    maxMhz,
+    v => trans.__('%1 MHz', v),
+    (v, max) => trans.__('%1 / %2 MHz', v, max)
+  );
 }
 
 function pad2(n: number): string {
@@ -168,16 +187,12 @@ export function formatMemoryShort(
   usedMb: number | null | undefined,
   totalMb: number | null | undefined
 ): string {
-  const used = num(usedMb);
-  const total = num(totalMb);
-  if (used === null) {
-    return notAvailable(trans);
-  }
-  return total === null
-    ? trans.__('%1 GiB', (used / MIB_PER_GIB).toFixed(0))
-    : trans.__(
-        '%1/%2 GiB',
-        (used / MIB_PER_GIB).toFixed(0),
-        (total / MIB_PER_GIB).toFixed(0)
-      );
+  return againstLimit(
+    trans,
+    usedMb,
+    totalMb,
+    used => trans.__('%1 GiB', used),
+    (used, total) => trans.__('%1/%2 GiB', used, total),
+    MIB_PER_GIB
+  );
 }

@@ -8,7 +8,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { button, h, setHidden, setText } from '../common/dom';
+import { alertBox, button, h, setHidden, setText } from '../common/dom';
 import { NONE } from '../common/text';
 import { formatAge, formatDuration, formatTime } from './format';
 import { GpuModel } from './model';
@@ -70,8 +70,7 @@ export class PanelHeader {
     this._paused.append(this._pausedText, resume);
     this._paused.hidden = true;
 
-    this._error = h('div', 'jp-air-gpu-error');
-    this._error.setAttribute('role', 'alert');
+    this._error = alertBox('jp-air-gpu-error');
     this._error.hidden = true;
 
     this._nodeState = h('div', 'jp-air-gpu-nodestate');

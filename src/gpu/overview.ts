@@ -15,7 +15,8 @@ import {
   setAttr,
   setHidden,
   setMeter,
-  setText
+  setText,
+  tableHead
 } from '../common/dom';
 import {
   formatMemory,
@@ -85,21 +86,15 @@ export class NodesOverview {
     this._summary.setAttribute('aria-live', 'polite');
 
     this._table = h('table', 'jp-air-gpu-overview-table');
-    const head = h('thead');
-    const headRow = h('tr');
-    for (const label of [
-      trans.__('GPU'),
-      trans.__('Util.'),
-      trans.__('Memory'),
-      trans.__('Temp.'),
-      trans.__('Power')
-    ]) {
-      const th = h('th', undefined, label);
-      th.scope = 'col';
-      headRow.append(th);
-    }
-    head.append(headRow);
-    this._table.append(head);
+    this._table.append(
+      tableHead([
+        trans.__('GPU'),
+        trans.__('Util.'),
+        trans.__('Memory'),
+        trans.__('Temp.'),
+        trans.__('Power')
+      ])
+    );
     this._empty = h('div', 'jp-air-gpu-ov-empty');
     this._empty.hidden = true;
     this.node.append(this._filter, this._summary, this._table, this._empty);

@@ -8,7 +8,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { button, h, placeInOrder, setHidden } from '../common/dom';
+import { button, h, placeInOrder, setHidden, tableHead } from '../common/dom';
 import { NONE } from '../common/text';
 import { formatGiB } from './format';
 import { IRunLinker, jobLink, runLink } from './run-links';
@@ -43,9 +43,7 @@ export class ProcessesTable {
     this.node = h('div', 'jp-air-gpu-processes');
     const title = h('h3', 'jp-air-gpu-section-title', trans.__('Processes'));
     const table = h('table', 'jp-air-gpu-process-table');
-    const thead = h('thead');
-    const headRow = h('tr');
-    for (const label of [
+    const thead = tableHead([
       trans.__('GPU'),
       trans.__('PID'),
       trans.__('User'),
@@ -53,12 +51,7 @@ export class ProcessesTable {
       trans.__('GPU memory'),
       trans.__('Notebook'),
       trans.__('Run')
-    ]) {
-      const th = h('th', undefined, label);
-      th.scope = 'col';
-      headRow.append(th);
-    }
-    thead.append(headRow);
+    ]);
     this._body = h('tbody');
     table.append(thead, this._body);
     this._empty = h(

@@ -6,9 +6,8 @@
  * colour).
  */
 
-/** A piece of a line with one style. */
-export interface IAnsiSegment {
-  text: string;
+/** How a piece of a line is drawn. */
+export interface IAnsiStyle {
   /** Foreground: 0–15 (the palette), or an `rgb(…)` colour. */
   fg: number | string | null;
   bg: number | string | null;
@@ -16,6 +15,11 @@ export interface IAnsiSegment {
   dim: boolean;
   italic: boolean;
   underline: boolean;
+}
+
+/** A piece of a line with one style. */
+export interface IAnsiSegment extends IAnsiStyle {
+  text: string;
 }
 
 /* eslint-disable no-control-regex */
@@ -66,16 +70,7 @@ function byte(value: number | undefined): number | null {
     : null;
 }
 
-interface IStyle {
-  fg: number | string | null;
-  bg: number | string | null;
-  bold: boolean;
-  dim: boolean;
-  italic: boolean;
-  underline: boolean;
-}
-
-function plain(): IStyle {
+function plain(): IAnsiStyle {
   return {
     fg: null,
     bg: null,
@@ -87,7 +82,7 @@ function plain(): IStyle {
 }
 
 /** Apply one SGR sequence's parameters (`1;31`, `38;5;208`, `38;2;255;0;0`) to a style. */
-function applySgr(style: IStyle, params: string): void {
+function applySgr(style: IAnsiStyle, params: string): void {
   const codes =
     params === ''
       ? [0]

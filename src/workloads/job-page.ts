@@ -7,7 +7,14 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { CommandIDs, ICommandRunner } from '../commands';
-import { button, h, setAttr, setHidden, setText } from '../common/dom';
+import {
+  alertBox,
+  button,
+  h,
+  setAttr,
+  setHidden,
+  setText
+} from '../common/dom';
 import { statusClass, statusLabel } from '../common/status';
 import { AttemptItem } from './attempt-item';
 import { elapsedMs, formatElapsed, jobName } from './format';
@@ -68,10 +75,8 @@ export class JobPage {
       () => this._openExperiment(),
       trans.__("Show this job run's experiment in the Experiment panel")
     );
-    this._cancelError = h('div', 'jp-air-wl-error jp-air-wl-cancel-error');
-    this._cancelError.setAttribute('role', 'alert');
-    this._error = h('div', 'jp-air-wl-error');
-    this._error.setAttribute('role', 'alert');
+    this._cancelError = alertBox('jp-air-wl-error jp-air-wl-cancel-error');
+    this._error = alertBox('jp-air-wl-error');
     this._purged = h(
       'div',
       'jp-air-wl-purged',

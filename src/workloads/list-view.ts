@@ -5,6 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import {
+  alertBox,
   button,
   h,
   labelled,
@@ -79,8 +80,7 @@ export class JobList {
 
     this._message = h('div', 'jp-air-wl-message');
     this._message.setAttribute('role', 'status');
-    this._error = h('div', 'jp-air-wl-error');
-    this._error.setAttribute('role', 'alert');
+    this._error = alertBox('jp-air-wl-error');
     this._previous = button(
       'jp-air-wl-previous jp-air-sidepanel-button',
       trans.__('‹ Newer'),
