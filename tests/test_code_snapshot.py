@@ -179,9 +179,15 @@ def test_past_the_size_limit_nothing_is_created(env):
         assert "working_dir: " in refused.stderr and "more than 256 MiB" in refused.stderr
         assert "(line 4)" in refused.stderr
         assert "code_source: live" in refused.stderr and ".gitignore" in refused.stderr
+        assert "the largest: weights.bin (300" in refused.stderr  # what to leave out
         _nothing_created(env)
 
-    # what the error says to do works: the file in a .gitignore, or the folder run live
+    # what the error says to do works: the file in an .airignore or a .gitignore, or the folder
+    # run live
+    write(project, ".airignore", "# not for the nodes\n*.bin\n")
+    plan = json.loads(air("run", str(spec), "--dry-run", "-o", "json").stdout)
+    assert plan["code"]["files"] == 2 and plan["code"]["git"] is False
+    (project / ".airignore").unlink()
     write(project, ".gitignore", "*.bin\n")
     git(project, "init", "-q")
     plan = json.loads(air("run", str(spec), "--dry-run", "-o", "json").stdout)

@@ -38,6 +38,8 @@ SNAPSHOT = "snapshot"
 LIVE = "live"
 CODE_FOLDER = "code"  # in the job's folder
 LINKS_FILE = "LINKS.txt"  # in the artifact code/: the snapshot's links, which are not uploaded
+AIRIGNORE = ".airignore"  # in the working folder: what no snapshot holds (.gitignore's syntax)
+BIGGEST_NAMED = 3  # files a refusal for size names
 WORKING_DIR_ENV = WORKING_DIR.name  # each node's command: the working_dir submitted
 GIT_TIMEOUT_S = 30.0
 
@@ -72,23 +74,29 @@ class LinkOutside(SnapshotRefused):
 
 
 class SnapshotTooLarge(SnapshotRefused):
-    """The working folder is over a snapshot's limits (``files``/``bytes``: counted so far)."""
+    """The working folder is over a snapshot's limits (``files``/``bytes``: counted so far;
+    ``biggest``: the largest files among them, for the message)."""
 
-    def __init__(self, folder: str, files: int, size: int) -> None:
+    def __init__(
+        self, folder: str, files: int, size: int, biggest: list[tuple[int, str]] | None = None
+    ) -> None:
         self.folder, self.files, self.size = folder, files, size
         over = (
             f"more than {MAX_SNAPSHOT_FILES:,} files"
             if files > MAX_SNAPSHOT_FILES
             else f"more than {size_text(MAX_SNAPSHOT_BYTES)}"
         )
+        largest = sorted(biggest or [], reverse=True)[:BIGGEST_NAMED]
+        named = ", ".join(f"{name} ({size_text(bytes_)})" for bytes_, name in largest)
         super().__init__(
             f"{folder} holds {over} to snapshot (at most {MAX_SNAPSHOT_FILES:,} files and "
-            f"{size_text(MAX_SNAPSHOT_BYTES)})"
+            f"{size_text(MAX_SNAPSHOT_BYTES)})" + (f"; the largest: {named}" if named else "")
         )
 
     hint = (
-        "list what the command does not need (data, checkpoints, environments) in a "
-        ".gitignore of a git repository, or set code_source: live to run the folder as it is"
+        f"list what the command does not need (data, checkpoints, environments) in an "
+        f"{AIRIGNORE} (or a .gitignore of a git repository), or set code_source: live to run "
+        "the folder as it is"
     )
 
 
@@ -185,12 +193,16 @@ def list_snapshot(folder: str, *, data: str | os.PathLike[str] | None = None) ->
     names = _git_files(folder) if git is not None else None
     candidates = names if names is not None else walk_files(folder)
     skipped = _inside(Path(data), Path(folder)) if data is not None else None
+    ignored = _airignore(folder)
     real_folder = os.path.realpath(folder)
     paths: list[str] = []
     total = 0
+    biggest: list[tuple[int, str]] = []  # the largest files so far (size, name), for a refusal
     for relative in candidates:
         parts = Path(relative).parts
         if not parts or ".git" in parts or (skipped and parts[: len(skipped)] == skipped):
+            continue
+        if ignored is not None and ignored(relative):
             continue
         path = os.path.join(folder, relative)
         try:
@@ -202,10 +214,25 @@ def list_snapshot(folder: str, *, data: str | os.PathLike[str] | None = None) ->
         elif not _is_file(info.st_mode):
             continue  # a submodule's folder
         paths.append(relative)
-        total += info.st_size if _is_file(info.st_mode) else 0
+        size = info.st_size if _is_file(info.st_mode) else 0
+        total += size
+        biggest = sorted([*biggest, (size, relative)], reverse=True)[:BIGGEST_NAMED]
         if len(paths) > MAX_SNAPSHOT_FILES or total > MAX_SNAPSHOT_BYTES:
-            raise SnapshotTooLarge(folder, len(paths), total)
+            raise SnapshotTooLarge(folder, len(paths), total, biggest)
     return Listing(folder, sorted(paths), total, git)
+
+
+def _airignore(folder: str) -> Any:
+    """Whether a path (relative to ``folder``) is listed in its ``.airignore`` (the patterns
+    of a .gitignore, applied to tracked files too); None without one."""
+    path = os.path.join(folder, AIRIGNORE)
+    if not os.path.isfile(path):
+        return None
+    import pathspec
+
+    with open(path, encoding="utf-8", errors="replace") as file:
+        spec = pathspec.GitIgnoreSpec.from_lines(file.read().splitlines())
+    return spec.match_file
 
 
 def _inside(path: Path, folder: Path) -> tuple[str, ...] | None:

@@ -180,7 +180,8 @@ class WorkloadSpec(BaseModel):
     in its snapshot (code_source) or, live, in the folder itself."""
     code_source: Literal["snapshot", "live"] | None = None
     """snapshot: working_dir is copied into the job's folder at submission (respecting
-    .gitignore in a git repository; at most 20,000 files and 256 MiB) and every attempt, retries
+    .gitignore in a git repository and an .airignore in the folder; at most 20,000 files and
+    256 MiB) and every attempt, retries
     too, runs the copy (on a Ray cluster, each node runs a copy of its own, sent through Ray);
     live: every attempt runs working_dir as it is when it starts."""
     env_variables: Annotated[dict[str, str], Field(max_length=MAX_ENV_VARIABLES)] = Field(
