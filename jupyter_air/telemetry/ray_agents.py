@@ -16,6 +16,7 @@ server (it watches its parent), and Ray ends them with it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -170,7 +171,14 @@ class Placer:
         return forwarded
 
     def _forget(self, node_id: str) -> None:
-        self.actors.pop(node_id, None)
+        """Drop a node's agent (its node gone, or its actor not answering): the actor is killed,
+        so that the next look can place a new one under the same name."""
+        import ray
+
+        actor = self.actors.pop(node_id, None)
+        if actor is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
         sender = self.senders.pop(node_id, None)
         if sender is not None:
             sender.close()
