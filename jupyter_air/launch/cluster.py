@@ -269,8 +269,8 @@ class ClusterLaunch(Launch):
             raise DistributedError(
                 f"{self.name}.distributed(): the nodes do not see this kernel's folder, and it "
                 f"cannot be sent to them: {error}. List what the call does not need (data, "
-                "checkpoints, environments) in a .gitignore of a git repository, or run the "
-                "kernel in a smaller folder."
+                "checkpoints, environments) in an .airignore (or a .gitignore of a git "
+                "repository), or run the kernel in a smaller folder."
             ) from None
 
     def _start_node_metrics(self) -> None:

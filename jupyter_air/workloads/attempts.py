@@ -134,7 +134,10 @@ class JobAttempts:
         # the backend makes them and hands them to ``_restore`` before the commands start
         on_ray = job.backend == "ray"
         checkpoints = {} if on_ray else self._local_folders()
-        if not on_ray:
+        if on_ray:  # nothing of the attempt before stays, should this one not start
+            self.checkpoints.restore(attempt, {})
+            self.checkpoint = {"restored": None}
+        else:
             self._restore(attempt, checkpoints)
         nodes = [
             NodeLaunch(
