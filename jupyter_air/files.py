@@ -9,25 +9,35 @@ part. A crash leaves at most a ``.NAME.PID.tmp`` file beside it, never a broken 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary name beside ``path`` (``.NAME.PID.tmp``) to write the new file to; it
+    replaces ``path`` when the block ends, and is removed when the block fails."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        yield partial
+        partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int = 0o600) -> None:
     """Replace ``path`` by ``data`` at once; a new file gets ``mode`` (0600: only its owner
     reads it)."""
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
+    with replacing(path) as partial:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "wb") as file:
             file.write(data.encode() if isinstance(data, str) else data)
-        partial.replace(target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
 
 
 def copy_atomic(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
@@ -35,15 +45,9 @@ def copy_atomic(source: str | os.PathLike[str], target: str | os.PathLike[str]) 
     ``target`` sees the old file or the whole new one."""
     import shutil
 
-    final = Path(target)
-    partial = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-    try:
+    with replacing(target) as partial:
         shutil.copyfile(source, partial)
         shutil.copystat(source, partial)
-        partial.replace(final)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
 
 
 def write_json(path: str | os.PathLike[str], value: Any, *, mode: int = 0o600, **dump: Any) -> None:

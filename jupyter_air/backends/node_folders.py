@@ -11,7 +11,6 @@ scan passes over) and is renamed when whole, on both sides: a reader never sees 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,21 +68,16 @@ class ActorFolder:
     def fetch(self, rel: str, target: Path) -> None:
         import ray
 
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            with open(partial, "wb") as out:
-                offset = 0
-                while True:
-                    ref = self.actor.read_chunk.remote(self.path, rel, offset)
-                    data = ray.get(ref, timeout=CALL_S)
-                    out.write(data)
-                    offset += len(data)
-                    if len(data) < CHUNK:
-                        break
-            partial.replace(target)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+        from ..files import replacing
+
+        with replacing(target) as partial, open(partial, "wb") as out:
+            offset = 0
+            while True:
+                data = ray.get(self.actor.read_chunk.remote(self.path, rel, offset), timeout=CALL_S)
+                out.write(data)
+                offset += len(data)
+                if len(data) < CHUNK:
+                    break
 
     def put(self, rel: str, source: Path) -> tuple[int, int]:
         import ray
