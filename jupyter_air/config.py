@@ -241,6 +241,11 @@ WIDGETS = _s(
 )
 
 # the data folder ------------------------------------------------------------------------------
+# torch elastic's restarts (max_restarts): a fresh rendezvous store for every round. With the
+# store its agent shares across rounds (torch's default), a restarted round's ranks read the
+# addresses of the round before and fail ("Gloo connectFullMesh failed … Connection refused").
+RESTARTED_RANKS_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
 SERVER_RECORD = re.compile(r"^jupyter-air-(?P<pid>\d+)\.json$")
 
 

@@ -408,3 +408,72 @@ def test_resume_continues_the_last_call_its_run_and_its_checkpoint_folder(server
     assert [start for _, start in again] == [5, 5]
     with pytest.raises(ValueError, match="resume must be True, False or an MLflow run id"):
         train.distributed(1, resume="../etc")
+
+
+def test_max_restarts_starts_every_rank_again_from_the_checkpoint_folder(server, capsys):
+    """A rank that crashes (its process gone) and then one that raises: torch elastic starts
+    both ranks again twice (``max_restarts=2``); each round resumes from what rank 0 saved in
+    ``$JUPYTER_AIR_CHECKPOINT_DIR``; the cell says each restart and shows every round's lines;
+    the run records the restarts and ends FINISHED with the last round's values."""
+    experiment = unique("restarts")
+
+    @distributed(gpus=2, max_restarts=2, grace_period=2, experiment=experiment)
+    def train():
+        import os
+        import pathlib
+
+        import torch.distributed as dist
+
+        rank, restart = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+        path = pathlib.Path(os.environ["JUPYTER_AIR_CHECKPOINT_DIR"]) / "epoch.txt"
+        start = int(path.read_text()) if path.exists() else 0
+        print(f"round {restart} starts at epoch {start}", flush=True)
+        dist.init_process_group("gloo")
+        dist.barrier()  # both ranks read before rank 0 saves
+        if rank == 0:
+            path.with_suffix(".tmp").write_text(str(start + 5))
+            path.with_suffix(".tmp").replace(path)
+        dist.barrier()  # saved before rank 1 fails
+        if rank == 1 and restart == 0:
+            os._exit(3)  # a crash: no exception, no error record
+        if rank == 1 and restart == 1:
+            raise ValueError("loss is nan")
+        dist.destroy_process_group()
+        return restart, start
+
+    assert train.distributed() == [(2, 10), (2, 10)]
+    out, err = capsys.readouterr()
+    for restart, epoch in ((0, 0), (1, 5), (2, 10)):
+        for rank in (0, 1):
+            assert f"[rank {rank}] round {restart} starts at epoch {epoch}" in out
+    assert "a rank failed — torch elastic starts every rank again (restart 1 of 2)" in err
+    assert (
+        "rank 1: ValueError: loss is nan — torch elastic starts every rank again (restart 2" in err
+    )
+    run = only_run(experiment)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["jupyter_air.restarts"] == "2"
+
+
+def test_when_restarts_run_out_the_last_rounds_error_is_raised(server, capsys):
+    experiment = unique("restarts-out")
+
+    @distributed(gpus=2, max_restarts=1, grace_period=2, experiment=experiment)
+    def always_fails():
+        import os
+
+        if os.environ["RANK"] == "1":
+            raise KeyError(f"column {os.environ['TORCHELASTIC_RESTART_COUNT']}")
+        return 0
+
+    with pytest.raises(KeyError, match="column 1") as caught:
+        always_fails.distributed()
+    assert "raised on rank 1 of 2" in "\n".join(caught.value.__notes__)
+    assert (
+        "rank 1: KeyError: 'column 0' — torch elastic starts every rank again (restart 1 of 1)"
+        in (capsys.readouterr().err)
+    )
+    run = only_run(experiment)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["jupyter_air.restarts"] == "1"
+    assert "column 1" in run.data.tags[TAG_ERROR]

@@ -1,6 +1,7 @@
 """``.distributed(remote=True)`` from real kernels, on this machine (the local backend): the call
-is a job run whose first attempt fails and second succeeds — the cell shows both attempts and
-returns the second's results, with one MLflow run per attempt; a last attempt failing raises the
+is a job run whose first attempt fails and second succeeds — the cell shows both attempts (each
+restarting its ranks once: ``max_restarts``) and returns the second's results, with one MLflow
+run per attempt; a last attempt failing raises the
 rank's own exception; a call whose kernel is interrupted and shut down goes on, and
 ``jupyter_air.job(ID).result()`` in a new kernel returns its results."""
 
@@ -30,16 +31,18 @@ def train(scale):
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    attempt = os.environ["JUPYTER_AIR_ATTEMPT"]
-    print(f"rank {{rank}} attempt {{attempt}}", flush=True)
+    attempt, restart = os.environ["JUPYTER_AIR_ATTEMPT"], os.environ["TORCHELASTIC_RESTART_COUNT"]
+    print(f"rank {{rank}} attempt {{attempt}} restart {{restart}}", flush=True)
     if attempt == "1" and rank == 1:
         raise ValueError("the first attempt fails")
+    if restart == "0":
+        raise ValueError("the first round of the second attempt fails")
     total = torch.tensor([1.0])
     dist.all_reduce(total)
     dist.destroy_process_group()
     return rank * scale + total.item()
 
-print("results", train.distributed(10, remote=True, max_retries=1))
+print("results", train.distributed(10, remote=True, max_retries=1, max_restarts=1))
 """
 
 FAILING = """\
@@ -81,6 +84,9 @@ def test_a_retried_call_returns_the_last_attempts_results(kernel_env):
     assert "results [2.0, 12.0]" in text, text[-3000:]
     assert "[rank 1] rank 1 attempt 1" in text and "[rank 0] rank 0 attempt 2" in text
     assert "Attempt 2 of 2" in text
+    assert "[rank 1] rank 1 attempt 1 restart 1" in text  # the first attempt restarted its ranks
+    assert "[rank 0] rank 0 attempt 2 restart 1" in text
+    assert "the first round of the second attempt fails — torch elastic starts every rank" in text
     jobs = sorted(store.list_jobs(), key=lambda j: j.submitted_at)
     first = jobs[0]
     assert first.source == "distributed" and first.status == "SUCCEEDED"
@@ -88,6 +94,7 @@ def test_a_retried_call_returns_the_last_attempts_results(kernel_env):
     runs = [MlflowClient(uri).get_run(a.mlflow_run_id) for a in first.attempts]
     assert [r.info.status for r in runs] == ["FAILED", "FINISHED"]
     assert {r.data.tags.get("jupyter_air.function") for r in runs} == {"train"}
+    assert [r.data.tags.get("jupyter_air.restarts") for r in runs] == ["1", "1"]
 
     errors = [o for o in failing.outputs if o.output_type == "error"]
     assert errors and errors[0].ename == "KeyError", stream(failing)[-3000:]

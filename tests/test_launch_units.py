@@ -20,6 +20,7 @@ from jupyter_air.launch.errors import DeviceError, NotPicklableError
 from jupyter_air.launch.failures import RankFailure, cell_names, collect_failures
 from jupyter_air.launch.output import RankOutput, last_segment
 from jupyter_air.launch.payload import argument_labels, build_payload, load_call, read_payload
+from jupyter_air.launch.restarts import set_round_aside
 from jupyter_air.launch.rundir import RunDir, record_stops
 
 
@@ -122,6 +123,11 @@ def test_the_decorator_takes_every_option_launch_options_declares():
     )
     with pytest.raises(ValueError, match="max_retries needs remote=True"):
         changed.with_options(remote=False)
+    for wrong in (-1, True, 1.5, 101):
+        with pytest.raises(ValueError, match="max_restarts must be an integer from 0 to 100"):
+            distributed(max_restarts=wrong)
+    with pytest.raises(ValueError, match=r"max_restarts needs nodes=1 \(got nodes=2\)"):
+        distributed(nodes=2, max_restarts=1)
 
 
 def test_keep_nodes_takes_seconds_and_falls_back_to_its_variable(monkeypatch):
@@ -251,6 +257,33 @@ def test_lines_are_prefixed_and_progress_bars_stay_readable(tmp_path):
     assert err.getvalue().endswith("[rank 1] warning from one\n[rank 0] 100%|#####|\n")
     output.pump(final=True)  # nothing is shown twice
     assert err.getvalue().count("100%") == 1
+
+
+def test_a_restarts_new_log_files_are_read_after_the_old_ones_to_their_end(tmp_path):
+    """Before torch elastic starts the ranks again, the last round's files are set aside; the
+    kernel shows what was left unread of them (a line without its newline too), then the new
+    round's from their start, and the round's error and result are no longer taken as this
+    round's."""
+    run_dir = RunDir(tmp_path)
+    out, err = Collect(), Collect()
+    output = RankOutput(run_dir, 2, "all", stdout=lambda: out, stderr=lambda: err)
+    write(run_dir, 1, "out", "epoch 1\n")
+    output.pump()
+    write(run_dir, 1, "out", "epoch 2\nlast words")
+    run_dir.error(1).write_bytes(b"not read")
+    run_dir.result(0).write_bytes(b"stale")
+    set_round_aside(run_dir, 1, [0, 1])
+    write(run_dir, 1, "out", "round 1\n")
+    for _ in range(3):
+        output.pump()
+    assert (
+        out.getvalue()
+        == "[rank 1] epoch 1\n[rank 1] epoch 2\n[rank 1] last words\n[rank 1] round 1\n"
+    )
+    assert not run_dir.error(1).exists() and not run_dir.result(0).exists()
+    assert (run_dir.round_dir(1) / "result-0.pkl").read_bytes() == b"stale"
+    (entry,) = run_dir.read_json(run_dir.restarts)["restarts"]
+    assert entry["restart"] == 1 and entry["failed"] == {"1": "an error"}
 
 
 def test_rank0_mode_shows_other_ranks_only_when_they_fail(tmp_path):

@@ -117,9 +117,14 @@ def test_two_nodes_resume_from_the_checkpoint_folder_node_0_saved(env):
 
 CRASH_ONCE = """
 import os, sys
-print("restart", os.environ["TORCHELASTIC_RESTART_COUNT"], flush=True)
-if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+import torch.distributed as dist
+dist.init_process_group("gloo")  # a restarted round meets in a fresh store, not the last one's
+dist.barrier()
+if dist.get_rank() == 0:
+    print("restart", os.environ["TORCHELASTIC_RESTART_COUNT"], flush=True)
+if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0" and dist.get_rank() == 1:
     sys.exit(5)
+dist.destroy_process_group()
 """
 
 
@@ -129,7 +134,7 @@ def test_max_restarts_lets_torchrun_restart_a_crashed_rank_within_the_attempt(en
         env,
         f"experiment_name: restarts-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU}\n"
-        f"command: {PY} -m torch.distributed.run --nproc_per_node=1 crash_once.py\n"
+        f"command: {PY} -m torch.distributed.run --nproc_per_node=2 crash_once.py\n"
         "working_dir: work\n"
         "max_restarts: 1\n",
     )

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import RESTARTED_RANKS_ENV
+
 if TYPE_CHECKING:
     from ..logs.logfile import LogWriter
 
@@ -274,6 +276,17 @@ def node_environment(
     }
     if uses_gpus:
         defaults["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # NVML's numbering, which assigned the GPUs
+    if int(owned.get("PET_MAX_RESTARTS") or 0):
+        # torchrun's static rendezvous keeps one store for every round: a restarted round's
+        # ranks hang or meet the last round's addresses; c10d's starts each round afresh
+        defaults.update(
+            {
+                "PET_RDZV_BACKEND": "c10d",
+                "PET_RDZV_ENDPOINT": f"{master_addr}:{master_port}",
+                "PET_RDZV_CONF": f"is_host={'true' if node == 0 else 'false'}",
+                **RESTARTED_RANKS_ENV,
+            }
+        )
     env.update(defaults)
     env.update(owned)
     env.update(

@@ -1,7 +1,8 @@
 """The launcher agent: ``python -m jupyter_air.launch.agent <run dir>``, one per ``.distributed()``
 call, started by the kernel in its own session.
 
-It runs torch elastic's ``elastic_launch`` (c10d rendezvous on loopback, no restarts), which
+It runs torch elastic's ``elastic_launch`` (c10d rendezvous on loopback, restarts as the
+call's ``max_restarts`` says), which
 starts the ranks as ``python -m jupyter_air.launch.worker <run dir>`` with their stdout/stderr in
 files of the run folder, and writes ``outcome.json`` for the kernel: succeeded, failed (per-rank
 exit codes and signals), stopped by a signal, or a launcher error. When elastic stops the ranks
@@ -24,7 +25,7 @@ import traceback
 import uuid
 from typing import Any
 
-from ..config import NODE_IP
+from ..config import NODE_IP, RESTARTED_RANKS_ENV
 from ..files import write_json
 from .processes import AGENT_PID_ENV, signal_name, watch_parent
 from .rundir import RunDir, record_stops
@@ -71,7 +72,10 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
     nproc = int(settings["nproc"])
     nnodes = int(settings.get("nnodes", 1))
     os.environ[AGENT_PID_ENV] = str(os.getpid())
-    _record_elastic_stops(run_dir)
+    grace = float(settings.get("grace_period", 5.0))
+    if settings.get("max_restarts"):
+        os.environ.update(RESTARTED_RANKS_ENV)
+    _record_elastic_stops(run_dir, grace)
     rdzv: dict[str, Any] = {"timeout": int(settings.get("rdzv_timeout", 300))}
     local_addr: str | None
     if nnodes == 1:
@@ -94,18 +98,18 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         rdzv_endpoint=endpoint,
         rdzv_configs=rdzv,
         local_addr=local_addr,
-        max_restarts=0,
+        max_restarts=int(settings.get("max_restarts", 0)),
         monitor_interval=float(settings.get("monitor_interval", 0.1)),
         logs_specs=RunDirLogsSpecs(run_dir, nproc),
-        shutdown_timeout=float(settings.get("grace_period", 5.0)),
+        shutdown_timeout=grace,
     )
     elastic_launch(config, sys.executable)("-m", "jupyter_air.launch.worker", str(run_dir.path))
 
 
-def _record_elastic_stops(run_dir: RunDir) -> None:
+def _record_elastic_stops(run_dir: RunDir, grace: float) -> None:
     """Before elastic's process context stops its ranks (``PContext.close``: SIGTERM, then
     SIGKILL after its timeout), record those still running as stopped by the launch, by global
-    rank."""
+    rank. The timeout is the call's ``grace_period`` (elastic's restart waits 30 s)."""
     import psutil
     from torch.distributed.elastic.multiprocessing import api
 
@@ -117,7 +121,7 @@ def _record_elastic_stops(run_dir: RunDir) -> None:
         except psutil.Error:
             return False
 
-    def close(pcontext: Any, death_sig: Any = None, *args: Any, **kwargs: Any) -> None:
+    def close(pcontext: Any, death_sig: Any = None, timeout: float = 30) -> None:
         with contextlib.suppress(Exception):  # a record not written must not keep ranks running
             global_rank = _global_ranks(run_dir)
             ranks = [
@@ -126,7 +130,7 @@ def _record_elastic_stops(run_dir: RunDir) -> None:
                 if running(pid)
             ]
             record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
-        return original(pcontext, death_sig, *args, **kwargs)
+        return original(pcontext, death_sig, min(timeout, grace))
 
     api.PContext.close = close
 

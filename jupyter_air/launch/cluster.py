@@ -27,11 +27,11 @@ from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from ..tracking.identity import credentials_env
 from .devices import say_once
-from .driver import Launch, ignore_sigint
+from .driver import Launch
 from .errors import DeviceError, DistributedError
 from .kept_nodes import keep_seconds, kept_nodes
 from .options import LaunchOptions
-from .processes import stop_signal_name
+from .processes import ignore_sigint, stop_signal_name
 from .rundir import record_stops
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from .options import LaunchOptions
 R = TypeVar("R")
 OUTPUTS = ("all", "rank0")
 # options ``.distributed()`` itself takes (unless the function has a parameter of that name)
-CALL_OPTIONS = ("remote", "max_retries", "resume")
+CALL_OPTIONS = ("remote", "max_retries", "max_restarts", "resume")
 MAX_RETRIES = 100
 
 
@@ -94,6 +94,7 @@ def distributed(
     grace_period: float = 5.0,
     remote: bool = False,
     max_retries: int = 0,
+    max_restarts: int = 0,
     keep_nodes: float | None = None,
 ) -> Callable[[Callable[..., R]], DistributedFunction[R]]: ...
 
@@ -112,6 +113,7 @@ def distributed(
     grace_period: float = 5.0,
     remote: bool = False,
     max_retries: int = 0,
+    max_restarts: int = 0,
     keep_nodes: float | None = None,
 ) -> Any:
     """Make ``fn`` runnable on N ranks with ``fn.distributed(*args, **kwargs)``.
@@ -130,6 +132,10 @@ def distributed(
     remote: run the call as a job run (retries, logs, ``air`` commands; it outlives the kernel),
         followed in the cell; ``jupyter_air.job(ID).result()`` reads its results later.
     max_retries: with remote, attempts after a failed one.
+    max_restarts: times torch elastic starts every rank again after a rank fails (a crash, an
+        exception, a lost GPU), before the call fails; each restart is said in the cell and
+        counted on the MLflow run (tag ``jupyter_air.restarts``). Ranks resume from
+        ``$JUPYTER_AIR_CHECKPOINT_DIR`` if they save there (docs/checkpoints.md). One node only.
     keep_nodes: with nodes > 1, seconds a cleanly ended call's Ray nodes (and their GPUs) are
         kept for the next call of the same shape, which then starts at once; 0 releases them
         at the end of each call. None: ``JUPYTER_AIR_KEEP_NODES_S``, else 60.
@@ -158,6 +164,13 @@ def _takes(function: DistributedFunction[Any], name: str) -> bool:
         return False
 
 
+def _count(name: str, value: object) -> int:
+    """An option that counts attempts or restarts, checked."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES:
+        raise ValueError(f"{name} must be an integer from 0 to {MAX_RETRIES}; got {value!r}")
+    return value
+
+
 def _checked(given: LaunchOptions) -> LaunchOptions:
     """``given`` (the options as a user wrote them) checked, each wrong one told in words, with
     numbers and the environment in the types the launch reads."""
@@ -175,14 +188,11 @@ def _checked(given: LaunchOptions) -> LaunchOptions:
         raise ValueError(f"grace_period must be a number of seconds ≥ 0; got {grace_period!r}")
     if not isinstance(given.remote, bool):
         raise TypeError(f"remote must be True or False; got {given.remote!r}")
-    max_retries = given.max_retries
-    if (
-        isinstance(max_retries, bool)
-        or not isinstance(max_retries, int)
-        or not (0 <= max_retries <= MAX_RETRIES)
-    ):
+    max_retries = _count("max_retries", given.max_retries)
+    if _count("max_restarts", given.max_restarts) and given.nodes > 1:
         raise ValueError(
-            f"max_retries must be an integer from 0 to {MAX_RETRIES}; got {max_retries!r}"
+            f"max_restarts needs nodes=1 (got nodes={given.nodes}): the ranks of several nodes "
+            "are not restarted together yet"
         )
     if max_retries and not given.remote:
         raise ValueError("max_retries needs remote=True: a call of the kernel is not retried")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import logging
 import os
 import signal
 import subprocess
@@ -29,12 +28,21 @@ from typing import TYPE_CHECKING, Any
 from ..config import CHECKPOINT_DIR
 from ..files import write_atomic, write_json
 from ..pids import kill_group
+from ..tracking.naming import TAG_RESTARTS
+from ..tracking.system_metrics import quiet_system_metrics_logs
 from .checkpoint import checkpoint_folder, resumed_key
 from .devices import DevicePlan
 from .errors import DistributedTimeoutError, LauncherError
 from .failures import collect_failures, rank_error
 from .output import RankOutput
-from .processes import RankProcess, signal_group, signal_name, stop_signal_name
+from .processes import (
+    RankProcess,
+    ignore_sigint,
+    signal_group,
+    signal_name,
+    stop_signal_name,
+)
+from .restarts import RestartNews
 from .rundir import RunDir, create_run_dir, record_stops
 
 if TYPE_CHECKING:
@@ -69,6 +77,7 @@ class Launch:
         self._display: RunDisplay | None = None
         self.live: LiveCall | None = None  # the widget in the cell, where one can be shown
         self.checkpoint_dir: Path | None = None  # every rank's config.CHECKPOINT_DIR
+        self.restarts: RestartNews | None = None  # with max_restarts: those said in the cell
 
     # the call -----------------------------------------------------------------------------------
     def run(self) -> list[Any]:
@@ -119,7 +128,7 @@ class Launch:
             return None
         from ..tracking.runs import ManagedRun
 
-        with _quiet_system_metrics_logs():
+        with quiet_system_metrics_logs():
             run = ManagedRun.start(
                 "distributed",
                 run_name=self.options.run_name,
@@ -158,7 +167,11 @@ class Launch:
             if self._error_text and status == "FAILED":
                 with contextlib.suppress(Exception):
                     run.client.set_tag(run.run_id, TAG_ERROR, self._error_text[:500])
-            with _quiet_system_metrics_logs():
+            if self.options.max_restarts:
+                with contextlib.suppress(Exception):
+                    said = self.restarts.said if self.restarts is not None else 0
+                    run.client.set_tag(run.run_id, TAG_RESTARTS, str(said))
+            with quiet_system_metrics_logs():
                 run.end(status)
         except Exception as failure:
             print(f"jupyter-air: could not end MLflow run: {failure}", file=sys.stderr)
@@ -195,6 +208,7 @@ class Launch:
             "nproc": self.plan.nproc,
             "function": self.name,
             "grace_period": self.options.grace_period,
+            "max_restarts": self.options.max_restarts,
             "monitor_interval": 0.1,
             "rdzv_id": uuid.uuid4().hex,
             "driver_pid": os.getpid(),
@@ -229,6 +243,8 @@ class Launch:
         assert run_dir is not None
         write_json(run_dir.launch, self._settings())
         self.output = RankOutput(run_dir, self.plan.nproc, self.options.output)
+        if self.options.max_restarts:
+            self.restarts = RestartNews(run_dir, self.options.max_restarts)
         with open(run_dir.agent_log, "wb") as log:
             self.agent = subprocess.Popen(
                 [sys.executable, "-m", "jupyter_air.launch.agent", str(run_dir.path)],
@@ -251,6 +267,7 @@ class Launch:
         next_check = time.monotonic()
         while True:
             self._sync()
+            self._report_restarts()  # before the next round's lines
             busy = self.output.pump()
             if self.agent.poll() is not None:
                 break
@@ -263,9 +280,11 @@ class Launch:
                     )
                 )
             # elastic waits 30 s for the other ranks after a failure; we keep to grace_period
+            # (with max_restarts, elastic stops and starts the ranks itself: the agent keeps
+            # to grace_period there)
             if failing_since is None and now >= next_check:
                 next_check = now + 0.25
-                if self._some_rank_failed():
+                if not self.options.max_restarts and self._some_rank_failed():
                     failing_since = now
             elif failing_since is not None and now - failing_since > self.options.grace_period + 1:
                 self._kill_ranks(last_resort=True)
@@ -274,8 +293,20 @@ class Launch:
                 time.sleep(POLL_S)
         self._sync(final=True)
         self.output.pump(final=True)
+        self._report_restarts()
         self._wait_ranks_gone(timeout_s=self.options.grace_period + 2)
         return self._outcome()
+
+    def _report_restarts(self) -> None:
+        """Say in the cell each restart of the ranks torch elastic made since the last look."""
+        if self.restarts is None:
+            return
+        lines = self.restarts.lines()
+        if lines and self.output is not None:
+            self.output.pump()  # the round's last lines first
+            self.output.err.close_open_line()
+        for line in lines:
+            print(line, file=sys.stderr, flush=True)
 
     def _finish(self, outcome: dict[str, Any] | None) -> list[Any]:
         __tracebackhide__ = True
@@ -344,9 +375,10 @@ class Launch:
         run_dir = self.run_dir
         assert run_dir is not None
         for rank in range(self.plan.nproc):
-            if rank not in self.ranks:
+            known = self.ranks.get(rank)
+            if known is None or self.options.max_restarts:  # a restart starts a new process
                 info = run_dir.read_json(run_dir.pid(rank))
-                if info:
+                if info and (known is None or known.pid != int(info["pid"])):
                     self.ranks[rank] = RankProcess(rank, int(info["pid"]), float(info["started"]))
 
     def _kill_ranks(self, last_resort: bool = False) -> None:
@@ -455,19 +487,6 @@ def _stop_live_launches() -> None:
             launch._stop("exit")
 
 
-@contextlib.contextmanager
-def _quiet_system_metrics_logs() -> Iterator[None]:
-    """MLflow's monitor says "Started/Stopping system metrics monitoring" at INFO: noise in the
-    cell around the ranks' output (what is recorded is in a run tag)."""
-    logger = logging.getLogger("mlflow.system_metrics")
-    previous = logger.level
-    logger.setLevel(max(previous, logging.WARNING))
-    try:
-        yield
-    finally:
-        logger.setLevel(previous)
-
-
 def _hold_gpu_sampling(reason: str) -> contextlib.AbstractContextManager[Any]:
     """Keep the Jupyter server's GPU sampling awake while the ranks run."""
     try:
@@ -475,16 +494,3 @@ def _hold_gpu_sampling(reason: str) -> contextlib.AbstractContextManager[Any]:
     except ImportError:  # pragma: no cover - an install without the telemetry package
         return contextlib.nullcontext()
     return HoldFile.create(reason)
-
-
-@contextlib.contextmanager
-def ignore_sigint() -> Iterator[None]:
-    """SIGINT ignored in this block (on the main thread): stopping the ranks is not cut short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

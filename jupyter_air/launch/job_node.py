@@ -23,6 +23,8 @@ from typing import Any
 
 from ..config import ATTEMPT, JOB_ID
 from ..files import write_json
+from ..tracking.naming import TAG_RESTARTS
+from .restarts import RestartNews
 from .rundir import RunDir
 
 CALL_FILE = "call.json"
@@ -52,10 +54,18 @@ def main(argv: list[str]) -> int:
         stderr=subprocess.STDOUT,
     )
     _forward_stops(agent)
+    most = int(call.get("max_restarts", 0))
+    news = RestartNews(run_dir, most) if most else None
     while agent.poll() is None:
+        for line in news.lines() if news is not None else ():
+            output.pump()  # the round's last lines first
+            print(line, file=sys.stderr, flush=True)
         if not output.pump():
             time.sleep(POLL_S)
     output.pump(final=True)
+    if news is not None:
+        news.lines()
+        _tag_restarts(news.said)
     outcome = run_dir.read_json(run_dir.outcome) or {}
     if outcome.get("state") == "succeeded":
         return 0
@@ -84,6 +94,7 @@ def _settings(call: dict[str, Any]) -> dict[str, Any]:
         "nnodes": int(call["nnodes"]),
         "function": call.get("function", "f"),
         "grace_period": float(call.get("grace_period", 5.0)),
+        "max_restarts": int(call.get("max_restarts", 0)),
         "monitor_interval": 0.1,
         "rdzv_id": f"{job}-{attempt}",
         "driver_pid": os.getpid(),
@@ -91,6 +102,23 @@ def _settings(call: dict[str, Any]) -> dict[str, Any]:
         "mlflow_tracking_uri": os.environ.get("MLFLOW_TRACKING_URI"),
         "mlflow_experiment": os.environ.get("MLFLOW_EXPERIMENT_NAME"),
     }
+
+
+def _tag_restarts(restarts: int) -> None:
+    """The attempt's MLflow run records torch elastic's restarts of the ranks, as a kernel's
+    call records them."""
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    if not run_id:
+        return
+    try:
+        from ..tracking.rest import client_for
+
+        client = client_for(os.environ.get("MLFLOW_TRACKING_URI") or "")
+        client.set_tag(run_id, TAG_RESTARTS, str(restarts))
+    except Exception as error:
+        print(
+            f"jupyter-air: could not record the restarts on run {run_id}: {error}", file=sys.stderr
+        )
 
 
 def _forward_stops(agent: subprocess.Popen[bytes]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from torch.distributed.elastic.multiprocessing.api import LogsDest, LogsSpecs, Std
 
+from .restarts import set_round_aside
 from .rundir import RunDir
 
 
@@ -29,6 +30,10 @@ class RunDirLogsSpecs(LogsSpecs):
         """Files named by each rank's global rank (its ``RANK``): one node's folder, or several
         nodes' folders brought together in the kernel's, never collide."""
         stdouts, stderrs, error_files = {}, {}, {}
+        restart = max(int(e.get("TORCHELASTIC_RESTART_COUNT", 0)) for e in envs.values())
+        if restart:
+            ranks = [int(env.get("RANK", local)) for local, env in envs.items()]
+            set_round_aside(self.run_dir, restart, ranks)
         for local_rank, env in envs.items():
             rank = int(env.get("RANK", local_rank))
             self.run_dir.log_dir(rank).mkdir(parents=True, exist_ok=True)

@@ -25,5 +25,6 @@ class LaunchOptions:
     grace_period: float = 5.0
     remote: bool = False  # a job run (launch/remote.py) instead of processes of the kernel
     max_retries: int = 0  # remote: attempts after the first
+    max_restarts: int = 0  # torch elastic restarts every rank this often after a rank fails
     keep_nodes: float | None = None  # nodes > 1: seconds a clean call's nodes are kept
     resume: bool | str = False  # continue the function's last call (True) or this MLflow run

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -125,7 +126,21 @@ class RankFile:
             except FileNotFoundError:
                 return ""
         data = self._file.read(CHUNK)
-        return self._decoder.decode(data) if data else ""
+        if data:
+            return self._decoder.decode(data)
+        if self._replaced():  # read to its end: the next round's file is read from its start
+            self.close()
+            return self._decoder.decode(b"", final=True) + ("\n" if self._pending else "")
+        return ""
+
+    def _replaced(self) -> bool:
+        """Whether the path now names another file than the one read (the ranks' logs of a round
+        before a restart were set aside: launch/rundir.set_round_aside)."""
+        assert self._file is not None
+        try:
+            return os.stat(self.path).st_ino != os.fstat(self._file.fileno()).st_ino
+        except FileNotFoundError:
+            return True
 
     def close(self) -> None:
         if self._file is not None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..config import AGENT_PID
@@ -105,3 +106,16 @@ class RankProcess:
         """The last resort: SIGKILL, if it is still the same process."""
         if self.alive():
             kill_process(self.pid)
+
+
+@contextlib.contextmanager
+def ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored in this block (on the main thread): stopping the ranks is not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -75,6 +75,7 @@ def submit_call(
         "nproc": nproc,
         "nnodes": options.nodes,
         "grace_period": options.grace_period,
+        "max_restarts": options.max_restarts,  # the call's agent restarts its ranks itself
     }
     (folder / "call.json").write_text(json.dumps(call), encoding="utf-8")
     try:

@@ -73,6 +73,15 @@ class RunDir:
     def pid(self, rank: int) -> Path:
         return self.path / f"pid-{rank}.json"
 
+    @property
+    def restarts(self) -> Path:
+        """torch elastic's restarts of the ranks (``max_restarts``): one entry a restart."""
+        return self.path / "restarts.json"
+
+    def round_dir(self, restart: int) -> Path:
+        """What the ranks left before restart ``restart`` (results, errors, logs, stops)."""
+        return self.path / f"before-restart-{restart}"
+
     def stops(self, who: str) -> Path:
         """The ranks that ``who`` (the driver, the agent) signalled to stop, and when."""
         return self.path / f"stops-{who}.json"

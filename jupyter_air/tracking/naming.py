@@ -13,6 +13,7 @@ TAG_JOB = "jupyter_air.workload.job_id"  # runs of workload attempts: the job ru
 TAG_ATTEMPT = "jupyter_air.workload.attempt"
 TAG_ATTEMPTS = "jupyter_air.workload.max_attempts"  # how many attempts the job run may make
 TAG_REASON = "jupyter_air.workload.reason"  # how the attempt ended, in words
+TAG_RESTARTS = "jupyter_air.restarts"  # torch elastic's restarts of the ranks (max_restarts)
 
 
 def hub_user() -> str | None:

@@ -25,6 +25,7 @@ import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from .rest import Metric, RestClient, client_for
@@ -283,3 +284,16 @@ def why_no_nvml() -> str:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
     return "no NVIDIA GPU found" if count == 0 else "the GPU monitor could not start"
+
+
+@contextlib.contextmanager
+def quiet_system_metrics_logs() -> Iterator[None]:
+    """MLflow's monitor says "Started/Stopping system metrics monitoring" at INFO: noise in the
+    cell around the ranks' output (what is recorded is in a run tag)."""
+    logger = logging.getLogger("mlflow.system_metrics")
+    previous = logger.level
+    logger.setLevel(max(previous, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)

@@ -19,7 +19,7 @@ from ..api.enums import run_status_of
 from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
 from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID, SYSTEM_METRICS_INTERVAL_S
-from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB, TAG_REASON
+from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB, TAG_REASON, TAG_RESTARTS
 from .checkpoints import CheckpointSync, Home, LocalFolder, NodeFolder, count_restarts
 from .paths import checkpoint_home, checkpoint_node_dir, log_path
 from .snapshot import (
@@ -48,7 +48,6 @@ TAG_DESCRIPTION = "mlflow.note.content"  # the run page's description (Markdown)
 TAG_RESUMED_FROM = "jupyter_air.resumed_from_attempt"
 TAG_RESUMED_RUN = "jupyter_air.resumed_from_run"
 TAG_CHECKPOINT = "jupyter_air.checkpoint"
-TAG_RESTARTS = "jupyter_air.restarts"
 
 
 def logs_note(job: JobRun, attempt: int) -> str:
