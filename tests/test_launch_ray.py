@@ -224,7 +224,7 @@ def test_a_dying_kernel_takes_its_ranks_on_every_node_with_it(cluster_env, tmp_p
 PLANS = """
 import json
 from jupyter_air.backends.ray_backend import RayBackend
-from jupyter_air.launch.cluster import plan_cluster
+from jupyter_air.launch.cluster_plan import plan_cluster
 
 backend = RayBackend()
 answers = []

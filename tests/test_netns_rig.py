@@ -272,9 +272,11 @@ os.environ.update(MLFLOW_TRACKING_URI=endpoint.url, MLFLOW_TRACKING_TOKEN=endpoi
 cells = [
     "import json, os\\nfrom jupyter_air import distributed\\nfrom helper import scale",
     '''@distributed(gpus=1, nodes=2)
-def train():
-    import os, socket, time, torch, torch.distributed as dist
+def train(epochs):
+    import os, pathlib, socket, time, torch, torch.distributed as dist
     run = os.environ.get("MLFLOW_RUN_ID")  # MLflow takes it away once the run is resumed
+    saved = pathlib.Path(os.environ["JUPYTER_AIR_CHECKPOINT_DIR"]) / "epoch.txt"
+    start = int(saved.read_text()) if saved.exists() else 0
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     total = torch.tensor([float(rank + 1)])
@@ -283,11 +285,15 @@ def train():
         import mlflow
         mlflow.log_metric("total", total.item())
         time.sleep(2)  # a system-metrics sample on each node
+        saved.with_suffix(".tmp").write_text(str(start + epochs))
+        saved.with_suffix(".tmp").replace(saved)
     dist.destroy_process_group()
     return {"rank": rank, "host": socket.gethostname(), "total": total.item(),
-            "scaled": scale(rank), "run": run}
+            "scaled": scale(rank), "run": run, "start": start}
 
-print("RESULTS", json.dumps(train.distributed()))''',
+print("RESULTS", json.dumps(train.distributed(3)))''',
+    # the checkpoint came home from node 0's host; both nodes find it
+    'print("RESUMED", json.dumps(train.distributed(2, resume=True)))',
 ]
 nb = nbformat.v4.new_notebook()
 nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
@@ -310,7 +316,9 @@ def test_a_notebook_call_on_two_nodes_that_do_not_see_its_folder(
 ) -> None:
     """``@distributed(nodes=2)`` from a notebook on the head: the call and the module beside
     the notebook reach both workers through Ray, both ranks' results come back, and rank 0's
-    metric and each node's system metrics reach the call's run on the embedded server."""
+    metric and each node's system metrics reach the call's run on the embedded server. What
+    rank 0 saved in its node's $JUPYTER_AIR_CHECKPOINT_DIR comes home, and a call with
+    ``resume=True`` finds it on both nodes."""
     from workloads_support import write
 
     work = head_workloads.work
@@ -328,6 +336,13 @@ def test_a_notebook_call_on_two_nodes_that_do_not_see_its_folder(
     assert run["metrics"]["total"] == 3 and run["status"] == "FINISHED", run
     for node in (0, 1):
         assert any(m.startswith(f"system/node_{node}/") for m in run["metrics"]), run
+    assert [r["start"] for r in results] == [0, 0]
+    line = next((t for t in done.stdout.splitlines() if t.startswith("RESUMED ")), None)
+    assert line is not None, done.stdout + done.stderr
+    resumed = json.loads(line.removeprefix("RESUMED "))
+    assert [(r["start"], r["run"]) for r in resumed] == [(3, results[0]["run"])] * 2
+    home = head_workloads.data / "checkpoints" / results[0]["run"] / "node_0" / "epoch.txt"
+    assert home.read_text() == "5"  # the resumed call's save, home too
     head_workloads.assert_no_ray_token()
 
 

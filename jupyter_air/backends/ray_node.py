@@ -161,6 +161,15 @@ class NodeRunner:
         folder.mkdir(parents=True, exist_ok=True)
         return str(folder)
 
+    def remove_checkpoint_folder(self, job_id: str) -> None:
+        """Remove ``job_id``'s checkpoint folders of this node (what they held is home)."""
+        import shutil
+
+        root = code_cache().parent / "jupyter-air-checkpoints"
+        folder = root / job_id
+        if folder.resolve().parent == root.resolve():
+            shutil.rmtree(folder, ignore_errors=True)
+
     def scan_folder(self, path: str) -> dict[str, tuple[int, int]]:
         from ..files import scan_folder
 

@@ -9,7 +9,8 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from .cluster import ClusterLaunch, cluster_backend, plan_cluster
+from .cluster import ClusterLaunch
+from .cluster_plan import cluster_backend, plan_cluster
 from .devices import plan_devices, say_once
 from .driver import Launch
 from .errors import TorchNotInstalledError

@@ -20,15 +20,15 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import CLUSTER, SYSTEM_METRICS_INTERVAL_S
+from ..config import SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from ..tracking.identity import credentials_env
+from .cluster_plan import ClusterPlan
 from .devices import say_once
 from .driver import Launch
-from .errors import DeviceError, DistributedError
+from .errors import DistributedError
 from .kept_nodes import keep_seconds, kept_nodes
 from .options import LaunchOptions
 from .processes import ignore_sigint, stop_signal_name
@@ -37,76 +37,13 @@ from .rundir import record_stops
 if TYPE_CHECKING:
     from ..backends.ray_backend import RayBackend
     from ..backends.ray_group import RayGroup
-
-HOW_TO_CONNECT = (
-    f"connect a Ray cluster: set RAY_ADDRESS (or c.JupyterAir.cluster / {CLUSTER}) to "
-    "its address before starting the kernel — see docs/clusters.md. On this machine alone, use "
-    "nodes=1."
-)
-
+    from ..workloads.checkpoints import CheckpointSync
 
 SYNC_EVERY_S = 0.2
 
 
 class NodeLostError(DistributedError):
     """A node of the call went away (its machine, its Ray node) before the call ended."""
-
-
-@dataclass(frozen=True)
-class ClusterPlan:
-    nodes: int
-    nproc: int  # per node
-    kind: str  # "gpu" | "cpu"
-    note: str | None = None
-
-    @property
-    def description(self) -> str:
-        each = f"{self.nproc} GPU" if self.kind == "gpu" else f"{self.nproc} CPU rank"
-        return f"{self.nodes} nodes x {each}{'s' if self.nproc != 1 else ''}"
-
-
-def plan_cluster(gpus: int | None, nodes: int, backend: RayBackend) -> ClusterPlan:
-    """The ranks of a call on ``nodes`` Ray nodes: ``gpus`` each, or — not given — as many as
-    every one of ``nodes`` nodes has (the cluster's resources, not this kernel's GPUs); ranks on
-    the CPU where the nodes have no GPU."""
-    available = sorted((n.gpus for n in backend.nodes() if n.cpus >= 1), reverse=True)
-    if len(available) < nodes:
-        raise DeviceError(
-            f"nodes={nodes}: the Ray cluster at {backend.address} has {backend.describe()}; "
-            "it needs one Ray node per node of the call."
-        )
-    fits = int(available[nodes - 1])  # what the nodes-th best node has
-    if gpus is None:
-        if fits >= 1:
-            return ClusterPlan(nodes, fits, "gpu")
-        note = (
-            "jupyter-air: the Ray nodes have no GPU; running 1 rank per node on the CPU (gloo). "
-            "Pass gpus=N to run N CPU ranks per node."
-        )
-        return ClusterPlan(nodes, 1, "cpu", note)
-    if fits >= gpus:
-        return ClusterPlan(nodes, gpus, "gpu")
-    if not any(available):
-        note = (
-            f"jupyter-air: the Ray nodes have no GPU; running {gpus} ranks per node on the "
-            "CPU (gloo) instead of GPUs."
-        )
-        return ClusterPlan(nodes, gpus, "cpu", note)
-    raise DeviceError(
-        f"gpus={gpus}, nodes={nodes}: {nodes} Ray nodes with {gpus} GPUs each are needed; the "
-        f"cluster at {backend.address} has {backend.describe()}."
-    )
-
-
-def cluster_backend(nodes: int) -> RayBackend:
-    """The Ray backend for a call on several nodes, or the error that says how to get one."""
-    from ..backends.choice import choose, require_ray
-
-    choice = choose(None)
-    if choice.backend != "ray":
-        raise DeviceError(f"nodes={nodes} runs on several machines: {HOW_TO_CONNECT}")
-    require_ray(choice.why)
-    return kept_nodes().backend(choice.address)
 
 
 class _Nodes:
@@ -157,6 +94,7 @@ class ClusterLaunch(Launch):
         self.offsets: list[dict[str, int]] = []
         self._synced = 0.0
         self._left: list[str] | None = None  # what the end's check found on the nodes
+        self._checkpoints: CheckpointSync | None = None  # the nodes' checkpoint folders
 
     @property
     def description(self) -> str:
@@ -196,7 +134,7 @@ class ClusterLaunch(Launch):
             env.update(credentials_env())  # a team server's user, as MLflow's client reads it
         if self.cluster.nproc > 1:
             env["OMP_NUM_THREADS"] = "1"
-        # the checkpoint folder is a path of this machine: a disk the nodes share
+        # the checkpoint folder: the node's own, which the backend sets (_node_checkpoints)
         return self._with_call_env(env)
 
     def _start_agent(self) -> None:
@@ -233,6 +171,7 @@ class ClusterLaunch(Launch):
             grace_s=self.options.grace_period,
             relay_tracking=True,  # the embedded server, to nodes on other hosts
             snapshot_if_unseen=self._snapshot,
+            checkpoints=self._node_checkpoints,
         )
         self.offsets = [{} for _ in nodes]
         self.output = RankOutput(
@@ -244,6 +183,35 @@ class ClusterLaunch(Launch):
         self.agent = _Nodes(self.group)  # type: ignore[assignment]
         if self.mlflow_run is not None:
             self._start_node_metrics()
+
+    def _node_checkpoints(self, folders: dict[int, Any]) -> None:
+        """Every node's checkpoint folder is on its node (its ``CHECKPOINT_DIR``): before the
+        ranks start, the call's checkpoint (``node_0/`` of its folder here, with node k's own
+        files on top) is put back in each; what the nodes write there comes home to
+        ``node_K/`` while they run and when the call ends (``_checkpoints_home``), as a job
+        run's does (workloads/checkpoints.py) — on nodes that share no disk with the kernel."""
+        from ..workloads.checkpoints import CheckpointSync, Home
+
+        assert self.checkpoint_dir is not None
+        sync = CheckpointSync(Home(str(self.checkpoint_dir)))
+        sync.run_id = self.mlflow_run.run_id if self.mlflow_run is not None else None
+        sync.restore(1, folders)
+        self._checkpoints = sync.start()
+
+    def _checkpoints_home(self, group: RayGroup) -> None:
+        """The last of what the nodes saved, home; the nodes' folders removed."""
+        sync, self._checkpoints = self._checkpoints, None
+        if sync is None:
+            return
+        try:
+            sync.finish()
+        except Exception as error:
+            print(f"jupyter-air: the checkpoint did not all come home: {error}", file=sys.stderr)
+        if sync.over:
+            print(f"jupyter-air: {sync.over}", file=sys.stderr)
+        for actor in group.actors:
+            with contextlib.suppress(Exception):
+                actor.remove_checkpoint_folder.remote(group.launch.job_id)
 
     def _snapshot(self) -> str:
         """A snapshot of the kernel's folder (what a workload's would hold: git's files, the
@@ -458,6 +426,7 @@ class ClusterLaunch(Launch):
         group, self.group = self.group, None
         kept = kept_nodes()
         if group is not None:
+            self._checkpoints_home(group)
             with contextlib.suppress(Exception):
                 group.finish_metrics()
             keep_s = keep_seconds(self.options.keep_nodes)

@@ -98,7 +98,7 @@ def _ranks(options: LaunchOptions, choice: Any) -> tuple[int, str]:
     """Ranks per node and their kind, from where the job will run."""
     if choice.backend == "ray":
         from ..backends.ray_backend import RayBackend
-        from .cluster import plan_cluster
+        from .cluster_plan import plan_cluster
 
         backend = RayBackend(choice.address)
         try:
@@ -107,7 +107,7 @@ def _ranks(options: LaunchOptions, choice: Any) -> tuple[int, str]:
             backend.close()
         return cluster.nproc, cluster.kind
     if options.nodes > 1:
-        from .cluster import HOW_TO_CONNECT
+        from .cluster_plan import HOW_TO_CONNECT
 
         raise DistributedError(f"nodes={options.nodes} needs a cluster: {HOW_TO_CONNECT}")
     from .devices import plan_devices
