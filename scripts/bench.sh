@@ -29,7 +29,7 @@ python bench/mlflow_run_display.py
 echo "==> Workload log capture and search"
 python bench/workload_logs.py
 echo "==> The cluster's queue: 20 job runs from two data folders"
-python bench/queue.py
+python bench/ray_queue.py
 echo "==> @distributed against torchrun"
 python bench/launch.py
 echo "==> GPU panel and Logs view in Chromium"

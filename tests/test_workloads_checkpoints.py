@@ -118,29 +118,33 @@ def test_two_nodes_resume_from_the_checkpoint_folder_node_0_saved(env):
 CRASH_ONCE = """
 import os, sys
 import torch.distributed as dist
+restart = os.environ["TORCHELASTIC_RESTART_COUNT"]
 dist.init_process_group("gloo")  # a restarted round meets in a fresh store, not the last one's
 dist.barrier()
-if dist.get_rank() == 0:
-    print("restart", os.environ["TORCHELASTIC_RESTART_COUNT"], flush=True)
-if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0" and dist.get_rank() == 1:
+if dist.get_rank() == 1:  # its node's count: a node restarted by its peer's failure counts 0
+    print("restart", restart, flush=True)
+if restart == "0" and dist.get_rank() == 1:
     sys.exit(5)
+dist.barrier()  # rank 0 of the first round fails here: its peer is gone
 dist.destroy_process_group()
 """
 
 
 def test_max_restarts_lets_torchrun_restart_a_crashed_rank_within_the_attempt(env):
+    """Node 1's rank crashes in the first round: torchrun restarts the ranks of both nodes
+    together (c10d rendezvous), the attempt succeeds, and its run records one restart."""
     write(env.work, "crash_once.py", CRASH_ONCE)
     job = start(
         env,
         f"experiment_name: restarts-{env.tmp.name}\n"
-        "compute: {accelerator_type: CPU}\n"
-        f"command: {PY} -m torch.distributed.run --nproc_per_node=2 crash_once.py\n"
+        "compute: {accelerator_type: CPU, num_nodes: 2}\n"
+        f"command: {PY} -m torch.distributed.run --nproc_per_node=1 crash_once.py\n"
         "working_dir: work\n"
         "max_restarts: 1\n",
     )
     job = wait_for(env.store, job.id, timeout=120)
     assert (job.status, len(job.attempts)) == ("SUCCEEDED", 1), job.reason
-    assert [t for t in lines(env, job.id, 1) if t.startswith("restart ")] == [
+    assert [t for t in lines(env, job.id, 1, node=1) if t.startswith("restart ")] == [
         "restart 0",
         "restart 1",
     ]

@@ -7,7 +7,7 @@ none started twice), how many started out of submission order, the most that ran
 the time from an attempt's recorded end to the next queued attempt's recorded start (resources
 free → the queued job run starting).
 
-    python bench/queue.py [--jobs 20] [--hold 10]
+    python bench/ray_queue.py [--jobs 20] [--hold 10]
 """
 
 from __future__ import annotations
