@@ -381,6 +381,23 @@ def test_only_a_host_and_port_is_probed_before_connecting_to_ray():
             probe(address, 1.0)
 
 
+def test_a_ray_client_address_is_refused_at_once_with_the_setup_that_works(env, monkeypatch):
+    """``ray://`` (Ray Client, a Jupyter host outside the cluster): refused before anything
+    connects, saying to make the Jupyter host a Ray node; exit 4, no job run created."""
+    monkeypatch.setenv("RAY_ADDRESS", "ray://127.0.0.1:10001")
+    spec = write(
+        env.tmp,
+        "w.yaml",
+        "experiment_name: e\ncompute: {num_nodes: 2, accelerator_type: CPU}\ncommand: 'true'\n",
+    )
+    result = air("run", str(spec), timeout=60)
+    assert result.returncode == 4, result.stderr
+    assert "ray://127.0.0.1:10001 is a Ray Client address" in result.stderr
+    assert "ray start --address=HEAD:6379 --num-cpus=0" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert env.store.list_jobs() == []
+
+
 def test_a_ray_cluster_that_does_not_answer_is_said_at_once(env, monkeypatch):
     """A wrong RAY_ADDRESS: one clear error within seconds (``ray.init`` alone waits for
     minutes), exit 4, no job run created."""

@@ -3,8 +3,8 @@
 1. ``compute.backend: local | ray`` in the workload's YAML;
 2. the Jupyter server's ``c.JupyterAir.cluster`` (given to kernels and terminals as
    ``config.CLUSTER``), or ``config.CLUSTER`` in a shell: ``ray`` (the cluster of
-   ``RAY_ADDRESS``, or Ray's own discovery) or a Ray address (``ray://host:10001``,
-   ``10.0.0.5:6379``);
+   ``RAY_ADDRESS``, or Ray's own discovery) or the head's GCS address (``10.0.0.5:6379``; a
+   Ray Client address, ``ray://``, is refused when connecting: ray_backend.refuse_ray_client);
 3. ``ray`` when ``RAY_ADDRESS`` is set;
 4. ``local``.
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_PLACEMENT_TIMEOUT_S
-from .base import GroupLaunch, PlacementError, Waiter
+from .base import ClusterUnreachableError, GroupLaunch, PlacementError, Waiter
 from .ray_group import CALL_TIMEOUT_S, Placed, RayGroup, first_line, launch_shape
 from .ray_queue import RayQueue, bundle, holds
 
@@ -47,10 +47,8 @@ NAMESPACE = "jupyter-air"
 
 def probe(address: str, timeout_s: float) -> None:
     """Refuse at once an address where nothing answers: ``ray.init`` to it waits for minutes
-    (its own retries) and then may still not raise. A ``host:port`` address (``ray://`` too) must
-    accept a TCP connection within ``timeout_s``; ``auto`` and the like are Ray's own lookup."""
-    from .base import ClusterUnreachableError
-
+    (its own retries) and then may still not raise. A ``host:port`` address must accept a TCP
+    connection within ``timeout_s``; ``auto`` and the like are Ray's own lookup."""
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
     if not sep or not host or not port.isdigit():
         return
@@ -62,6 +60,27 @@ def probe(address: str, timeout_s: float) -> None:
             f"within {timeout_s:g} s): check RAY_ADDRESS (or c.JupyterAir.cluster / "
             f"{CLUSTER}) and that the cluster is up — see docs/clusters.md"
         ) from None
+
+
+class RayClientRefused(ClusterUnreachableError):
+    """A Ray Client address (``ray://``): jupyter-air needs the Jupyter host to be a Ray node."""
+
+
+def refuse_ray_client(address: str) -> None:
+    """Refuse a Ray Client address at once, with the one setup that works. The nodes reach the
+    embedded MLflow server through a relay on the address of the Jupyter host's own Ray node,
+    and every supervisor, kernel and GPU agent is a Ray driver that Ray Client would run as a
+    proxy process on the head, one per connection (Ray's docs: Ray Client "may not work as
+    expected" for ML workloads). A GCS address works only from a Ray node too: a driver
+    attaches to its own node's raylet."""
+    if address.strip().lower().startswith("ray://"):
+        raise RayClientRefused(
+            f"{address} is a Ray Client address, which jupyter-air does not use: make the "
+            "Jupyter host a node of the cluster — `ray start --address=HEAD:6379 --num-cpus=0 "
+            "--num-gpus=0` on it (no work is placed there) — and use the head's GCS address "
+            f"(HEAD:6379) or `ray` in RAY_ADDRESS (or c.JupyterAir.cluster / {CLUSTER}); "
+            "see docs/clusters.md"
+        )
 
 
 @dataclass(frozen=True)
@@ -94,6 +113,7 @@ class RayBackend:
         if self._connected and ray.is_initialized():
             return  # (a kernel's own ray.shutdown between two calls: connected again)
         if not ray.is_initialized():
+            refuse_ray_client(self.address)
             probe(self.address, RAY_CONNECT_TIMEOUT_S.get())
             # Ray puts its own SIGTERM handler on the driver (it exits at once); the
             # supervisor's is the one that stops the nodes properly

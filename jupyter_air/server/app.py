@@ -110,8 +110,8 @@ class JupyterAir(ExtensionApp):
         config=True,
         help="Where workloads run when their YAML does not say (compute.backend): '' (this "
         "machine, or the Ray cluster of RAY_ADDRESS when it is set), 'ray' (the Ray cluster of "
-        "RAY_ADDRESS, or Ray's own discovery), or a Ray address (ray://head:10001, "
-        f"10.0.0.5:6379). Kernels and terminals get it as {CLUSTER}; see "
+        "RAY_ADDRESS, or Ray's own discovery), or the head's GCS address (10.0.0.5:6379; "
+        f"this machine must be a Ray node). Kernels and terminals get it as {CLUSTER}; see "
         "docs/clusters.md.",
     )
 
