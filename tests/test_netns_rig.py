@@ -70,8 +70,11 @@ endpoint, lease = ensure_running(mlflow_folder(sys.argv[1]), "the test")  # up a
 assert wait_ready(endpoint), "the embedded MLflow server did not start again"
 os.environ["MLFLOW_TRACKING_TOKEN"] = endpoint.token
 for run_id in sys.argv[2:]:
-    run = mlflow.MlflowClient(endpoint.url).get_run(run_id)
-    print(json.dumps({"status": run.info.status, "metrics": run.data.metrics}))
+    client = mlflow.MlflowClient(endpoint.url)
+    run = client.get_run(run_id)
+    files = {f.path: f.file_size for f in client.list_artifacts(run_id, "checkpoints")}
+    print(json.dumps({"status": run.info.status, "metrics": run.data.metrics,
+                      "params": run.data.params, "checkpoints": files}))
 lease.release()
 """
 
@@ -223,9 +226,13 @@ value = torch.tensor([float(rank + 1)])
 dist.all_reduce(value)
 print(f"node {os.environ['NODE_RANK']} rank {rank} world {world} sum {value.item():g} "
       f"on {socket.gethostname()} master {os.environ['MASTER_ADDR']}", flush=True)
-if rank == 0:
+if rank == 0:  # a metric, a param and a checkpoint of 30 MB, through the relay
     import mlflow
     mlflow.log_metric("world_size", world)
+    mlflow.log_param("nodes", os.environ["NNODES"])
+    with open("model.pt", "wb") as file:
+        file.write(os.urandom(30 << 20))
+    mlflow.log_artifact("model.pt", "checkpoints")
 dist.destroy_process_group()
 """
 
@@ -234,7 +241,8 @@ def test_a_two_node_torchrun_workload_meets_on_the_cluster_addresses(
     head_workloads: HeadWorkloads,
 ) -> None:
     """The ranks meet on the addresses Ray knows for the nodes (the hosts' names resolve to
-    nothing here), though the workload's folder is only on the head."""
+    nothing here), though the workload's folder is only on the head; rank 0's metric, param and
+    a 30 MB checkpoint artifact reach the run through the relay of the embedded server."""
     from workloads_support import write
 
     work = head_workloads.work
@@ -254,6 +262,8 @@ def test_a_two_node_torchrun_workload_meets_on_the_cluster_addresses(
         assert said[0].endswith(f"master {master}")  # node 0's cluster address
     (run,) = head_workloads.metrics(job.attempts[0].mlflow_run_id)
     assert run["metrics"]["world_size"] == 2 and run["status"] == "FINISHED", run
+    assert run["params"] == {"nodes": "2"}
+    assert run["checkpoints"] == {"checkpoints/model.pt": 30 << 20}  # whole, through the relay
     for node in (0, 1):  # each worker host's system metrics, through the relay
         assert any(m.startswith(f"system/node_{node}/") for m in run["metrics"]), run
     head_workloads.assert_no_ray_token()
