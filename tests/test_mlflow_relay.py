@@ -20,3 +20,62 @@ def test_the_relay_answers_only_with_the_token(mlflow_server) -> None:
     finally:
         relay.close()
     assert health(relay.url, 2.0, mlflow_server.token) != 200  # closed: nothing listens
+
+
+def test_the_nodes_token_opens_the_attempts_run_only_until_the_relay_closes(
+    mlflow_server, monkeypatch, tmp_path
+) -> None:
+    """What the relay offers nodes on other hosts: a token of one run. With it they log
+    metrics, params, tags and artifacts to that run and read it; another run, a search, a new
+    run or a deletion is refused (403); once the relay closes the token opens nothing."""
+    import pytest
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "mlflow").symlink_to(mlflow_server.files.folder)  # this data folder's server
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(data))
+    owner = MlflowClient(mlflow_server.url)
+    experiment = owner.create_experiment(f"scoped-{tmp_path.name}")
+    mine, other = (owner.create_run(experiment).info.run_id for _ in range(2))
+    port = urllib.parse.urlparse(mlflow_server.url).port
+    assert port is not None
+    relay = Relay("127.0.0.1", port).start()
+    env = {
+        "MLFLOW_RUN_ID": mine,
+        "MLFLOW_EXPERIMENT_ID": experiment,
+        "MLFLOW_TRACKING_TOKEN": mlflow_server.token,
+    }
+    offered = relay.offer(env)
+    token = offered["MLFLOW_TRACKING_TOKEN"]
+    assert offered["MLFLOW_TRACKING_URI"] == relay.url and token != mlflow_server.token
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)
+    node = MlflowClient(relay.url)
+    try:
+        node.log_metric(mine, "loss", 0.5)
+        node.log_param(mine, "lr", "0.1")
+        node.set_tag(mine, "stage", "train")
+        (tmp_path / "model.pt").write_bytes(b"weights" * 1000)
+        node.log_artifact(mine, str(tmp_path / "model.pt"), "checkpoints")
+        run = node.get_run(mine)
+        assert run.data.metrics == {"loss": 0.5} and run.data.params == {"lr": "0.1"}
+        assert [f.path for f in node.list_artifacts(mine, "checkpoints")] == [
+            "checkpoints/model.pt"
+        ]
+        for refused in (
+            lambda: node.get_run(other),
+            lambda: node.log_metric(other, "loss", 1.0),
+            lambda: node.search_runs([experiment]),
+            lambda: node.create_run(experiment),
+            lambda: node.delete_run(mine),
+        ):
+            with pytest.raises(MlflowException, match=r"opens run \w+ only"):
+                refused()
+    finally:
+        relay.close()
+    direct = MlflowClient(mlflow_server.url)  # the token, straight to the server: revoked
+    with pytest.raises(MlflowException, match=r"UNAUTHENTICATED|401"):
+        direct.get_run(mine)
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", mlflow_server.token)
+    assert owner.get_run(mine).data.tags["stage"] == "train"

@@ -3,6 +3,7 @@ have their own addresses and host names and do not see the Jupyter host's folder
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -233,6 +234,14 @@ if rank == 0:  # a metric, a param and a checkpoint of 30 MB, through the relay
     with open("model.pt", "wb") as file:
         file.write(os.urandom(30 << 20))
     mlflow.log_artifact("model.pt", "checkpoints")
+    import hashlib
+    digest = hashlib.sha256(os.environ["MLFLOW_TRACKING_TOKEN"].encode()).hexdigest()
+    print(f"token {digest}", flush=True)
+    try:  # the token opens this run only
+        mlflow.search_runs(search_all_experiments=True)
+        print("search allowed", flush=True)
+    except Exception as error:
+        print(f"search refused: {str(error)[:200]}", flush=True)
 dist.destroy_process_group()
 """
 
@@ -263,6 +272,13 @@ def test_a_two_node_torchrun_workload_meets_on_the_cluster_addresses(
     (run,) = head_workloads.metrics(job.attempts[0].mlflow_run_id)
     assert run["metrics"]["world_size"] == 2 and run["status"] == "FINISHED", run
     assert run["params"] == {"nodes": "2"}
+    from jupyter_air.mlflow_server.records import ServerFiles, mlflow_folder
+
+    server = ServerFiles(mlflow_folder(head_workloads.data)).endpoint()
+    assert server is not None
+    given = next(t.split()[1] for t in nodes[0] if t.startswith("token "))
+    assert given != hashlib.sha256(server.token.encode()).hexdigest()  # not the server's own
+    assert any(t.startswith("search refused") and "opens run" in t for t in nodes[0]), nodes[0]
     assert run["checkpoints"] == {"checkpoints/model.pt": 30 << 20}  # whole, through the relay
     for node in (0, 1):  # each worker host's system metrics, through the relay
         assert any(m.startswith(f"system/node_{node}/") for m in run["metrics"]), run

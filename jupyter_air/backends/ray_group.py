@@ -68,6 +68,7 @@ class RayGroup:
         self._metrics = False
         self.shipped: dict[int, int] = {}  # node → bytes of code sent to it for this attempt
         self.relay: Any = None  # the embedded MLflow server offered to remote nodes
+        self.offered: dict[str, str] = {}  # what they get to reach it (address, run's token)
         self.hostnames: list[str] = []  # each node's host name, as its machine says it
 
     # start -------------------------------------------------------------------------------------
@@ -141,11 +142,13 @@ class RayGroup:
     def _tracking_for(self, ips: list[str]) -> dict[str, str]:
         """The tracking URI the nodes use instead of the launch's (none: the same): the embedded
         server on this machine's loopback is relayed on this host's address toward the cluster
-        (the IP its Ray node has) when a node is on another host. Its token is already in the
-        nodes' environment; the relay ends with the attempt (``close``)."""
-        uri = next((n.env.get("MLFLOW_TRACKING_URI") for n in self.launch.nodes), None)
+        (the IP its Ray node has) when a node is on another host, with a token that opens the
+        attempt's run only; the relay ends, and the token with it, with the attempt
+        (``close``)."""
+        env = next((n.env for n in self.launch.nodes), {})
+        uri = env.get("MLFLOW_TRACKING_URI")
         if self.relay is not None:
-            return {"MLFLOW_TRACKING_URI": self.relay.url}
+            return self.offered
         if not self.launch.relay_tracking or not uri:
             return {}
         import urllib.parse
@@ -160,8 +163,14 @@ class RayGroup:
         if not is_loopback_http(uri) or port is None or all(ip == here for ip in ips):
             return {}
         self.relay = Relay(here, port).start()
-        log.info("MLflow server offered to the nodes at %s", self.relay.url)
-        return {"MLFLOW_TRACKING_URI": self.relay.url}
+        self.offered = self.relay.offer(env)
+        scoped = "MLFLOW_TRACKING_TOKEN" in self.offered
+        log.info(
+            "MLflow server offered to the nodes at %s%s",
+            self.relay.url,
+            " with a token of the run only" if scoped else "",
+        )
+        return self.offered
 
     def _ship_code(self, where: list[dict[str, Any]], code: str | None) -> str | None:
         """The code snapshot ``code`` onto every node that does not have it yet (through Ray's

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ..config import MLFLOW_SERVER_TOKEN
+from .scoped_tokens import MOST_BODY, Grant, Grants, allows, needs_body
 
 SERVER_TOKEN_ENV = MLFLOW_SERVER_TOKEN.name
 
@@ -38,41 +39,119 @@ _DENIED = json.dumps(
 
 
 class TokenGate:
-    """ASGI middleware: only requests with ``Authorization: Bearer <token>`` reach ``app``."""
+    """ASGI middleware: only requests with ``Authorization: Bearer <token>`` reach ``app``: the
+    server's token, or one that opens one run (``scoped_tokens``: what the nodes of a cluster on
+    other hosts get), for the requests of that run."""
 
-    def __init__(self, app: App, token: str) -> None:
+    def __init__(self, app: App, token: str, grants: Grants | None = None) -> None:
         if not token:
             raise ValueError("the embedded MLflow server needs a token")
         self.app = app
         self._expected = f"Bearer {token}".encode()
+        self.grants = grants
 
-    def allowed(self, scope: Scope) -> bool:
+    def bearer(self, scope: Scope) -> bytes | None:
         for name, value in scope.get("headers") or ():
             if name.lower() == b"authorization":
-                return hmac.compare_digest(bytes(value), self._expected)
-        return False
+                return bytes(value)
+        return None
+
+    def allowed(self, scope: Scope) -> bool:
+        given = self.bearer(scope)
+        return given is not None and hmac.compare_digest(given, self._expected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope.get("type")
         if kind == "http" and not self.allowed(scope):
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="jupyter-air MLflow"'),
-                        (b"content-length", str(len(_DENIED)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": _DENIED})
+            grant = self._grant(scope)
+            if grant is None:
+                await _answer(send, 401, _DENIED, [(b"www-authenticate", _REALM)])
+                return
+            await self._scoped(grant, scope, receive, send)
             return
         if kind == "websocket" and not self.allowed(scope):
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008})
             return
         await self.app(scope, receive, send)
+
+    def _grant(self, scope: Scope) -> Grant | None:
+        given = self.bearer(scope) or b""
+        if self.grants is None or not given.startswith(b"Bearer "):
+            return None
+        return self.grants.find(given[7:].decode("latin-1"))
+
+    async def _scoped(self, grant: Grant, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request with a token of one run: on to MLflow when it is that run's, else 403."""
+        method, path = str(scope.get("method", "GET")), str(scope.get("path", ""))
+        body: bytes | None = None
+        if needs_body(method, path):
+            body = await _read_body(receive)
+            if body is None:
+                await _answer(send, 413, _message("REQUEST_LIMIT_EXCEEDED", "body too large"))
+                return
+        why = allows(grant, method, path, scope.get("query_string", b"").decode(), body)
+        if why is not None:
+            await _answer(send, 403, _message("PERMISSION_DENIED", why))
+            return
+        if body is not None:
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+
+_REALM = b'Bearer realm="jupyter-air MLflow"'
+
+
+def _message(code: str, text: str) -> bytes:
+    return json.dumps({"error_code": code, "message": text}).encode()
+
+
+async def _answer(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                *(headers or []),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body; None past ``MOST_BODY``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return b"".join(chunks)
+        chunk = bytes(message.get("body") or b"")
+        size += len(chunk)
+        if size > MOST_BODY:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives ``body`` first, as one message, then what comes after it."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def create_app() -> App:
@@ -86,7 +165,8 @@ def create_app() -> App:
     os.environ.setdefault(ALLOWED_HOSTS_ENV, ",".join(allowed_hosts()))  # read at MLflow's import
     from mlflow.server.fastapi_app import app as mlflow_app
 
-    return TokenGate(mlflow_app, token)
+    # the guard starts the server in its folder, where the grants of scoped tokens are
+    return TokenGate(mlflow_app, token, Grants(os.getcwd()))
 
 
 ALLOWED_HOSTS_ENV = "MLFLOW_SERVER_ALLOWED_HOSTS"

@@ -4,9 +4,10 @@ The embedded server listens on 127.0.0.1, which the nodes of a cluster on other 
 reach. For as long as an attempt runs on such nodes, its supervisor relays one more address —
 the one this host has toward the cluster (its Ray node's IP) — byte for byte to the server's
 loopback port. Nothing is relayed that the server would not check itself: the embedded server
-answers only requests with its token (``app.TokenGate``), which the nodes get in their
-environment (``MLFLOW_TRACKING_TOKEN``), never on a command line. A user's own tracking server
-is never relayed: it may need no credentials at all.
+answers only requests with a token (``app.TokenGate``). The nodes get one that opens the
+attempt's run only (``scoped_tokens``), revoked when the relay closes, in their environment
+(``MLFLOW_TRACKING_TOKEN``), never on a command line. A user's own tracking server is never
+relayed: it may need no credentials at all.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import logging
 import socket
 import threading
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ class Relay:
     def __init__(self, host: str, target_port: int) -> None:
         self.host = host
         self.target_port = target_port
+        self.revoke: list[Callable[[], None]] = []  # on close: the tokens given for it
         self._server = socket.create_server((host, 0))
         self.port: int = self._server.getsockname()[1]
         self._open: set[socket.socket] = set()
@@ -88,7 +91,33 @@ class Relay:
         with contextlib.suppress(OSError):
             target.shutdown(socket.SHUT_WR)
 
+    def offer(self, env: Mapping[str, str]) -> dict[str, str]:
+        """What the nodes whose environment is ``env`` get to reach the server through this
+        relay: its address, and a token of the run in ``env`` only when the server is the
+        embedded one of this data folder (its token is the one in ``env``)."""
+        offered = {"MLFLOW_TRACKING_URI": self.url}
+        run_id, experiment_id = env.get("MLFLOW_RUN_ID"), env.get("MLFLOW_EXPERIMENT_ID")
+        token = env.get("MLFLOW_TRACKING_TOKEN")
+        if not (run_id and experiment_id and token):
+            return offered
+        from ..config import data_dir
+        from .records import ServerFiles, mlflow_folder
+        from .scoped_tokens import grant, revoke
+
+        folder = mlflow_folder(data_dir())
+        with contextlib.suppress(Exception):  # no record: not the embedded server of this folder
+            endpoint = ServerFiles(folder).endpoint()
+            if endpoint is not None and endpoint.token == token:
+                scoped = grant(folder, run_id, experiment_id)
+                self.revoke.append(lambda: revoke(folder, scoped))
+                offered["MLFLOW_TRACKING_TOKEN"] = scoped
+        return offered
+
     def close(self) -> None:
+        for revoke in self.revoke:
+            with contextlib.suppress(OSError):
+                revoke()
+        self.revoke = []
         with self._lock:
             self._closed = True
             opened, self._open = list(self._open), set()
