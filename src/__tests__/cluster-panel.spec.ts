@@ -15,7 +15,7 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance, shown } from './helpers';
+import { HOSTILE, advance, choose, shown } from './helpers';
 
 /** An agent node's overview row whose GPU 1 has a health flag. */
 function flaggedNode(name: string): INodeRow {
@@ -271,9 +271,7 @@ describe('GpuPanel across nodes', () => {
     });
 
     // another node from the selector: its history afresh
-    select.value = 'gpu-b';
-    select.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(select, 'gpu-b');
     expect(server.calls[2]).toEqual({
       since: null,
       refresh: false,

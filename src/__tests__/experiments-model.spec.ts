@@ -8,7 +8,7 @@ import {
 import { nestRuns } from '../experiments/tree';
 import { runsQueryString } from '../mlflow/api';
 import { MlflowStatusStore } from '../mlflow/status';
-import { advance } from './helpers';
+import { advance, expectNextCallAfter } from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
@@ -73,6 +73,7 @@ describe('ExperimentsModel', () => {
     store = new MlflowStatusStore({ fetch: async () => status() });
     model = server.model({ store });
   });
+  const calls = () => server.calls.length;
 
   afterEach(() => {
     model.dispose();
@@ -138,19 +139,14 @@ describe('ExperimentsModel', () => {
     await advance(0);
     expect(model.hasRunning).toBe(true);
     expect(model.nextDelay()).toBe(RUNNING_POLL_MS);
-    await advance(RUNNING_POLL_MS - 1);
     expect(server.calls).toHaveLength(1);
-    await advance(1);
-    expect(server.calls).toHaveLength(2);
+    await expectNextCallAfter(calls, RUNNING_POLL_MS);
     running = false;
     await advance(RUNNING_POLL_MS);
     expect(server.calls).toHaveLength(3);
     expect(model.hasRunning).toBe(false);
     expect(model.nextDelay()).toBe(IDLE_POLL_MS);
-    await advance(IDLE_POLL_MS - 1);
-    expect(server.calls).toHaveLength(3);
-    await advance(1);
-    expect(server.calls).toHaveLength(4);
+    await expectNextCallAfter(calls, IDLE_POLL_MS);
   });
 
   it('sends nothing while hidden, and asks at once when shown again', async () => {

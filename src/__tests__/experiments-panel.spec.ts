@@ -3,7 +3,13 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { ExperimentsModel } from '../experiments/model';
 import { ExperimentsPanel } from '../experiments/panel';
-import { HOSTILE, advance, recordingCommands } from './helpers';
+import {
+  HOSTILE,
+  advance,
+  choose,
+  expectQuietWhileHidden,
+  recordingCommands
+} from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
@@ -197,9 +203,7 @@ describe('ExperimentsPanel', () => {
     expect(rowIds()).toEqual(['r3']);
     await advance(0);
     expect(server.calls[1].status).toBe('KILLED');
-    filter.value = 'FAILED';
-    filter.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(filter, 'FAILED');
     expect(text('.jp-air-exp-message')).toBe(
       'No failed runs in /Users/ada/llm.ipynb'
     );
@@ -260,9 +264,7 @@ describe('ExperimentsPanel', () => {
       'baseline'
     ]);
     expect(q('.jp-air-exp-back').hidden).toBe(true);
-    picker.value = '2';
-    picker.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(picker, '2');
     expect(server.calls[1]).toEqual({ experiment_id: '2', limit: 100 });
     expect(text('.jp-air-exp-name')).toBe('exp-2');
     expect(text('.jp-air-exp-source')).toBe('Picked experiment');
@@ -345,12 +347,7 @@ describe('ExperimentsPanel', () => {
   it('polls only while shown', async () => {
     await open();
     expect(server.calls).toHaveLength(1);
-    panel.hide();
-    await advance(120_000);
-    expect(server.calls).toHaveLength(1);
-    panel.show();
-    await advance(0);
-    expect(server.calls).toHaveLength(2);
+    await expectQuietWhileHidden(panel, () => server.calls.length, 120_000);
     await advance(30_000);
     expect(server.calls).toHaveLength(3);
   });

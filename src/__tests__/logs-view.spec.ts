@@ -7,7 +7,7 @@ import { LogsModel } from '../logs/model';
 import { inputToSeconds, secondsToInput } from '../logs/time-range';
 import { LogsView } from '../logs/view';
 import { ROW_HEIGHT, visibleRange } from '../logs/virtual';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, choose } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
 
 const VIEWPORT_HEIGHT = 400;
@@ -331,9 +331,7 @@ describe('LogsView', () => {
       'Node 0',
       'Node 1'
     ]);
-    node.value = '1';
-    node.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(node, '1');
     expect(server.calls[server.calls.length - 1].filters.node).toBe(1);
 
     const attemptSelect = q<HTMLSelectElement>('.jp-air-logs-attempt-select');
@@ -342,9 +340,7 @@ describe('LogsView', () => {
       'Attempt 1',
       'Attempt 2'
     ]);
-    attemptSelect.value = '1';
-    attemptSelect.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(attemptSelect, '1');
     expect(server.calls[server.calls.length - 1].filters).toMatchObject({
       node: 1,
       attempt: 1,
@@ -352,9 +348,7 @@ describe('LogsView', () => {
     });
 
     const since = q<HTMLInputElement>('.jp-air-logs-since-input');
-    since.value = secondsToInput(T0_S + 60);
-    since.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(since, secondsToInput(T0_S + 60));
     expect(server.calls[server.calls.length - 1].filters.since).toBe(T0_S + 60);
   });
 

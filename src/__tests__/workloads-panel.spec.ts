@@ -5,7 +5,14 @@ import { JobModel } from '../workloads/job-model';
 import { WorkloadsModel } from '../workloads/model';
 import { WorkloadsPanel } from '../workloads/panel';
 import { IJob } from '../workloads/types';
-import { HOSTILE, advance, recordingCommands } from './helpers';
+import {
+  HOSTILE,
+  advance,
+  choose,
+  expectNoCallFor,
+  expectQuietWhileHidden,
+  recordingCommands
+} from './helpers';
 import {
   FakeWorkloadsServer,
   QUEUE_REASON,
@@ -269,9 +276,7 @@ describe('WorkloadsPanel', () => {
     expect(q<HTMLButtonElement>('.jp-air-wl-next').disabled).toBe(true);
 
     const status = q<HTMLSelectElement>('.jp-air-wl-status-filter');
-    status.value = 'FAILED';
-    status.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(status, 'FAILED');
     expect(server.calls[server.calls.length - 1]).toMatchObject({
       status: ['FAILED'],
       offset: 0
@@ -284,9 +289,7 @@ describe('WorkloadsPanel', () => {
       'a',
       'b'
     ]);
-    experiments.value = 'b';
-    experiments.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(experiments, 'b');
     expect(server.calls[server.calls.length - 1]).toMatchObject({
       status: ['FAILED'],
       experiment: 'b'
@@ -294,9 +297,7 @@ describe('WorkloadsPanel', () => {
     expect(all('.jp-air-wl-job')).toHaveLength(20);
     expect(q('.jp-air-wl-previous').hidden).toBe(true);
 
-    status.value = 'RUNNING';
-    status.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(status, 'RUNNING');
     expect(text('.jp-air-wl-list .jp-air-wl-message')).toBe(
       'No job runs match these filters.'
     );
@@ -306,12 +307,7 @@ describe('WorkloadsPanel', () => {
     server.jobs = [runningJob('eeee00000001')];
     await open();
     expect(server.calls).toHaveLength(1);
-    panel.hide();
-    await advance(120_000);
-    expect(server.calls).toHaveLength(1);
-    panel.show();
-    await advance(0);
-    expect(server.calls).toHaveLength(2);
+    await expectQuietWhileHidden(panel, () => server.calls.length, 120_000);
   });
 
   describe('job page', () => {
@@ -601,8 +597,8 @@ describe('WorkloadsPanel', () => {
       expect(q('.jp-air-wl-page').hidden).toBe(true);
       expect(q('.jp-air-wl-refresh').hidden).toBe(false);
       expect(server.calls.length).toBe(listCalls + 1);
-      await advance(10_000);
-      expect(requests.filter(r => r.startsWith('GET'))).toHaveLength(2);
+      // the page is polled no more
+      await expectNoCallFor(() => requests.length, 10_000);
     });
 
     it('says when the job run does not exist', async () => {
