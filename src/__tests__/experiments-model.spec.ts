@@ -75,6 +75,13 @@ describe('ExperimentsModel', () => {
   });
   const calls = () => server.calls.length;
 
+  /** The model started on notebook `a.ipynb`, once its first answer is in. */
+  async function startOnNotebook(): Promise<void> {
+    model.setNotebook('a.ipynb');
+    model.start();
+    await advance(0);
+  }
+
   afterEach(() => {
     model.dispose();
     jest.useRealTimers();
@@ -89,9 +96,7 @@ describe('ExperimentsModel', () => {
   });
 
   it("asks for the active notebook's runs and follows notebook switches", async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(server.calls).toEqual([{ notebook: 'a.ipynb', limit: 100 }]);
     expect(model.state).toBe('runs');
     expect(model.experimentName).toBe('/Users/ada/a.ipynb');
@@ -134,9 +139,7 @@ describe('ExperimentsModel', () => {
           })
         ]
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.hasRunning).toBe(true);
     expect(model.nextDelay()).toBe(RUNNING_POLL_MS);
     expect(server.calls).toHaveLength(1);
@@ -150,9 +153,7 @@ describe('ExperimentsModel', () => {
   });
 
   it('sends nothing while hidden, and asks at once when shown again', async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     model.stop();
     await advance(5 * IDLE_POLL_MS);
     model.setNotebook('b.ipynb'); // a switch while hidden does not ask either
@@ -175,9 +176,7 @@ describe('ExperimentsModel', () => {
         mlflow: status({ state: 'starting', elapsed_s: 7 }),
         runs: []
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.state).toBe('starting');
     expect(model.nextDelay()).toBe(STARTING_POLL_MS);
     await advance(STARTING_POLL_MS);
@@ -190,9 +189,7 @@ describe('ExperimentsModel', () => {
         mlflow: status({ state: 'failed', error: 'Connection refused' }),
         runs: []
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.state).toBe('unreachable');
     server.answer = () =>
       runsPayload({
@@ -210,9 +207,7 @@ describe('ExperimentsModel', () => {
   it('says a stopped MLflow is unreachable, and disabled is disabled', async () => {
     server.answer = () =>
       runsPayload({ mlflow: status({ state: 'stopped' }), runs: [] });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.state).toBe('unreachable');
     server.answer = () =>
       runsPayload({
@@ -231,9 +226,7 @@ describe('ExperimentsModel', () => {
         experiment_name: null,
         runs: []
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     model.selectExperiment('2');
     await advance(0);
     expect(model.state).toBe('starting');
@@ -242,9 +235,7 @@ describe('ExperimentsModel', () => {
 
   it('says when there are no runs yet, and when the API fails', async () => {
     server.answer = () => runsPayload({ experiment: null, runs: [] });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.state).toBe('empty');
     expect(model.experimentName).toBe('/Users/ada/llm.ipynb');
 
@@ -269,9 +260,7 @@ describe('ExperimentsModel', () => {
             query.status === 'IGNORED'
         )
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.runs.map(r => r.run_id)).toEqual(['r1', 'r2', 'r3']);
     model.setFilter('FAILED');
     // at once, from the runs already here
@@ -288,9 +277,7 @@ describe('ExperimentsModel', () => {
   });
 
   it('switches to another experiment and back', async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(server.experimentCalls).toBe(1);
     expect(model.experiments.map(e => e.name)).toEqual([
       '/Users/ada/llm.ipynb',
@@ -359,9 +346,7 @@ describe('ExperimentsModel', () => {
   });
 
   it('stops everything when disposed', async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     model.dispose();
     await advance(5 * IDLE_POLL_MS);
     expect(server.calls).toHaveLength(1);
