@@ -20,7 +20,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 from launch_support import start_driver
 from nbclient import NotebookClient
-from tracking_support import use_server
+from tracking_support import streams, use_server
 
 from jupyter_air.tracking.display import MIME_TYPE
 
@@ -69,14 +69,6 @@ def cluster_env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
     monkeypatch.setenv("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S", "1")
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     return ray_cluster
-
-
-def streams(cell, name: str | None = None) -> str:
-    return "".join(
-        o.text
-        for o in cell.outputs
-        if o.output_type == "stream" and (name is None or o.name == name)
-    )
 
 
 def calls_processes() -> list[int]:
