@@ -15,7 +15,7 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance, choose, shown } from './helpers';
+import { HOSTILE, advance, choose, click, shown } from './helpers';
 
 /** An agent node's overview row whose GPU 1 has a health flag. */
 function flaggedNode(name: string): INodeRow {
@@ -552,7 +552,7 @@ describe('GpuPanel across nodes', () => {
         .textContent
     ).toBe('llm.ipynb');
     // a plain click opens the run in the MLflow tab
-    run.dispatchEvent(new MouseEvent('click', { bubbles: true, button: 0 }));
+    expect(click(run)).toBe(true);
     expect(executed).toEqual([
       {
         id: CommandIDs.openMlflow,
@@ -560,13 +560,7 @@ describe('GpuPanel across nodes', () => {
       }
     ]);
     // a middle click is left to the browser (a new tab on the href)
-    const middle = new MouseEvent('click', {
-      bubbles: true,
-      cancelable: true,
-      button: 1
-    });
-    run.dispatchEvent(middle);
-    expect(middle.defaultPrevented).toBe(false);
+    expect(click(run, { button: 1 })).toBe(false);
     expect(executed).toHaveLength(1);
 
     const workload = row(12);

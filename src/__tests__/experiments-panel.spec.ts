@@ -7,6 +7,7 @@ import {
   HOSTILE,
   advance,
   choose,
+  click,
   expectQuietWhileHidden,
   recordingCommands
 } from './helpers';
@@ -144,17 +145,9 @@ describe('ExperimentsPanel', () => {
     const name = row('r1').querySelector<HTMLAnchorElement>(
       '.jp-air-exp-run-name'
     )!;
-    const plain = new MouseEvent('click', { bubbles: true, cancelable: true });
-    name.dispatchEvent(plain);
-    expect(plain.defaultPrevented).toBe(true);
+    expect(click(name)).toBe(true);
     expect(calls).toHaveLength(2);
-    const ctrl = new MouseEvent('click', {
-      bubbles: true,
-      cancelable: true,
-      ctrlKey: true
-    });
-    name.dispatchEvent(ctrl);
-    expect(ctrl.defaultPrevented).toBe(false);
+    expect(click(name, { ctrlKey: true })).toBe(false);
     expect(calls).toHaveLength(2);
     // keyboard
     row('r1')

@@ -1,6 +1,6 @@
 /**
  * Test helpers shared by the specs: advancing jest's fake timers (with the promises they settle),
- * what a poller sends over a stretch of them, choosing in a form control, a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), markup
+ * what a poller sends over a stretch of them, clicks, choosing in a form control, a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), markup
  * that must only ever show as text, commands that record their calls, and whether an element
  * is shown.
  */
@@ -51,6 +51,20 @@ export async function expectQuietWhileHidden(
   widget.show();
   await advance(0);
   expect(count()).toBe(before + 1);
+}
+
+/**
+ * Click `el` as a user does, with `init`'s modifier keys or button: whether the view took the
+ * click (prevented its default) rather than leaving it to the browser (a new tab on a link).
+ */
+export function click(el: Element, init: MouseEventInit = {}): boolean {
+  const event = new MouseEvent('click', {
+    bubbles: true,
+    cancelable: true,
+    ...init
+  });
+  el.dispatchEvent(event);
+  return event.defaultPrevented;
 }
 
 /** Set a form control's value as a user does (its `change` event), and settle what that starts. */

@@ -8,7 +8,7 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { RunRenderer, createRunRendererFactory } from '../mlflow/run-renderer';
 import { IRunDisplay, RUN_MIME_TYPE } from '../mlflow/types';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, click } from './helpers';
 import { T0_MS, runDisplay } from './mlflow-fixtures';
 
 function model(
@@ -190,17 +190,9 @@ describe('RunRenderer', () => {
   it('leaves modifier clicks to the browser (new tab)', async () => {
     await render(runDisplay());
     const link = q('.jp-air-run-link-run');
-    const event = new MouseEvent('click', {
-      bubbles: true,
-      cancelable: true,
-      ctrlKey: true
-    });
-    link.dispatchEvent(event);
-    expect(event.defaultPrevented).toBe(false);
+    expect(click(link, { ctrlKey: true })).toBe(false);
     expect(calls).toEqual([]);
-    const plain = new MouseEvent('click', { bubbles: true, cancelable: true });
-    link.dispatchEvent(plain);
-    expect(plain.defaultPrevented).toBe(true);
+    expect(click(link)).toBe(true);
     expect(calls).toHaveLength(1);
   });
 

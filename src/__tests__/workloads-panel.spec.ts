@@ -321,6 +321,16 @@ describe('WorkloadsPanel', () => {
       await advance(0);
     }
 
+    /** The panel again, asking before a cancel as it does by default (JupyterLab's dialog). */
+    function withDefaultDialog(): void {
+      panel.dispose();
+      panel = new WorkloadsPanel({
+        model,
+        jobModel,
+        commands: { execute: async () => undefined }
+      });
+    }
+
     it('shows the attempts with their MLflow links, exit reasons and the YAML as text', async () => {
       const yaml = `experiment_name: demo\ncommand: echo "${HOSTILE}"\n`;
       await openJob(
@@ -532,12 +542,7 @@ describe('WorkloadsPanel', () => {
     });
 
     it("asks with JupyterLab's dialog by default", async () => {
-      panel.dispose();
-      panel = new WorkloadsPanel({
-        model,
-        jobModel,
-        commands: { execute: async () => undefined }
-      });
+      withDefaultDialog();
       await openJob(runningJob(ID));
       const cancel = q<HTMLButtonElement>('.jp-air-wl-cancel');
       const answer = async (label: string) => {
@@ -561,12 +566,7 @@ describe('WorkloadsPanel', () => {
     });
 
     it('asks differently to take a queued job run out of its queue', async () => {
-      panel.dispose();
-      panel = new WorkloadsPanel({
-        model,
-        jobModel,
-        commands: { execute: async () => undefined }
-      });
+      withDefaultDialog();
       await openJob(queuedJob(ID));
       q<HTMLButtonElement>('.jp-air-wl-cancel').click();
       await advance(0);
