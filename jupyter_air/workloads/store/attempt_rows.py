@@ -137,13 +137,11 @@ class AttemptRows(StoreBase):
 
     def purgeable_jobs(self, ended_before: float) -> list[str]:
         """Ended job runs whose logs are older than ``ended_before`` and not purged yet."""
-        with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? "
-                "AND logs_purged_at IS NULL ORDER BY ended_at",
-                (ended_before,),
-            ).fetchall()
-        return [row["id"] for row in rows]
+        return self._first_column(
+            "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? "
+            "AND logs_purged_at IS NULL ORDER BY ended_at",
+            (ended_before,),
+        )
 
     def mark_logs_purged(self, job_id: str) -> None:
         with self._write() as conn:
