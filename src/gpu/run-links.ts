@@ -6,7 +6,7 @@
  * Each is a real `<a href>` (middle-click, "open in new tab" work); a plain click opens it inside
  * JupyterLab instead, through the commands the MLflow tab and the Workloads panel provide.
  */
-import { CommandIDs, ICommandRunner } from '../commands';
+import { CommandIDs, ICommandRunner, runCommand } from '../commands';
 import { isNewTabClick, newTabLink } from '../common/dom';
 import { safeFragment, uiLink } from '../mlflow/links';
 import { jobId, workloadUrl } from '../workloads/url';
@@ -52,9 +52,7 @@ function commandLink(
       return; // the browser opens the href
     }
     event.preventDefault();
-    linker.commands
-      .execute(command, args)
-      .catch(reason => console.warn(`jupyter-air: ${command} failed`, reason));
+    runCommand(linker.commands, command, args);
   });
   return link;
 }

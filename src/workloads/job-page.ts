@@ -6,7 +6,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { CommandIDs, ICommandRunner } from '../commands';
+import { CommandIDs, ICommandRunner, runCommand } from '../commands';
 import {
   alertBox,
   button,
@@ -301,9 +301,7 @@ export class JobPage {
   }
 
   private _execute(id: string, args: { [key: string]: string | number }): void {
-    this._commands
-      .execute(id, args)
-      .catch(reason => console.warn(`jupyter-air: ${id} failed`, reason));
+    runCommand(this._commands, id, args);
   }
 
   private readonly _model: JobModel;
