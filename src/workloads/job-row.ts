@@ -6,7 +6,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { h, setAttr, setHidden, setText } from '../common/dom';
+import { h, onEnterOrSpace, setAttr, setHidden, setText } from '../common/dom';
 import { statusClass, statusLabel } from '../common/status';
 import {
   attemptsText,
@@ -58,12 +58,7 @@ export class JobRow {
     this.node.append(line1, line2, line3, this._queue, this._reason);
 
     this.node.addEventListener('click', () => onOpen(this));
-    this.node.addEventListener('keydown', event => {
-      if (event.key === 'Enter' || event.key === ' ') {
-        event.preventDefault();
-        onOpen(this);
-      }
-    });
+    onEnterOrSpace(this.node, () => onOpen(this));
   }
 
   readonly jobId: string;
