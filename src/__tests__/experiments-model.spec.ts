@@ -12,6 +12,7 @@ import { advance, expectNextCallAfter } from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
+  mlflowDownPayload,
   run,
   runsPayload,
   status
@@ -172,10 +173,7 @@ describe('ExperimentsModel', () => {
 
   it('says MLflow is starting and asks every 2 s', async () => {
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'starting', elapsed_s: 7 }),
-        runs: []
-      });
+      mlflowDownPayload({ state: 'starting', elapsed_s: 7 });
     await startOnNotebook();
     expect(model.state).toBe('starting');
     expect(model.nextDelay()).toBe(STARTING_POLL_MS);
@@ -185,35 +183,25 @@ describe('ExperimentsModel', () => {
 
   it('says MLflow is unreachable', async () => {
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'failed', error: 'Connection refused' }),
-        runs: []
-      });
+      mlflowDownPayload({ state: 'failed', error: 'Connection refused' });
     await startOnNotebook();
     expect(model.state).toBe('unreachable');
     server.answer = () =>
-      runsPayload({
-        mlflow: status({
-          state: 'external',
-          error: 'timed out',
-          tracking_uri: 'http://mlflow:5000'
-        }),
-        runs: []
+      mlflowDownPayload({
+        state: 'external',
+        error: 'timed out',
+        tracking_uri: 'http://mlflow:5000'
       });
     await model.refresh();
     expect(model.state).toBe('unreachable');
   });
 
   it('says a stopped MLflow is unreachable, and disabled is disabled', async () => {
-    server.answer = () =>
-      runsPayload({ mlflow: status({ state: 'stopped' }), runs: [] });
+    server.answer = () => mlflowDownPayload({ state: 'stopped' });
     await startOnNotebook();
     expect(model.state).toBe('unreachable');
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'disabled', error: 'MLflow is turned off' }),
-        runs: []
-      });
+      mlflowDownPayload({ state: 'disabled', error: 'MLflow is turned off' });
     await model.refresh();
     expect(model.state).toBe('disabled');
   });

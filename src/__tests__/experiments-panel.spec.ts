@@ -14,9 +14,9 @@ import {
 import {
   FakeRunsServer,
   T0_MS,
+  mlflowDownPayload,
   run,
-  runsPayload,
-  status
+  runsPayload
 } from './mlflow-fixtures';
 
 describe('ExperimentsPanel', () => {
@@ -204,21 +204,15 @@ describe('ExperimentsPanel', () => {
 
   it('shows the starting, unreachable and no-runs states', async () => {
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'starting', elapsed_s: 12.4 }),
-        runs: []
-      });
+      mlflowDownPayload({ state: 'starting', elapsed_s: 12.4 });
     await open();
     expect(text('.jp-air-exp-message')).toBe('MLflow is starting (12 s)…');
 
     server.answer = () =>
-      runsPayload({
-        mlflow: status({
-          state: 'failed',
-          tracking_uri: 'http://127.0.0.1:5123',
-          error: 'Connection refused'
-        }),
-        runs: []
+      mlflowDownPayload({
+        state: 'failed',
+        tracking_uri: 'http://127.0.0.1:5123',
+        error: 'Connection refused'
       });
     await advance(2000);
     expect(text('.jp-air-exp-message')).toBe(
