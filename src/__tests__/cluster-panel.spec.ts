@@ -15,7 +15,7 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance, choose, click, shown } from './helpers';
+import { HOSTILE, advance, choose, click, finders, shown } from './helpers';
 
 /** An agent node's overview row whose GPU 1 has a health flag. */
 function flaggedNode(name: string): INodeRow {
@@ -38,10 +38,7 @@ describe('GpuPanel across nodes', () => {
   let panel: GpuPanel;
   let executed: { id: string; args: unknown }[];
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const all = (selector: string) =>
-    Array.from(panel.node.querySelectorAll<HTMLElement>(selector));
+  const { q, all } = finders(() => panel.node);
   const nodeBody = (name: string) =>
     q(`.jp-air-gpu-ov-node[data-node="${name}"]`);
   const shownNodes = () =>

@@ -9,6 +9,7 @@ import {
   choose,
   click,
   expectQuietWhileHidden,
+  finders,
   recordingCommands
 } from './helpers';
 import {
@@ -25,9 +26,7 @@ describe('ExperimentsPanel', () => {
   let panel: ExperimentsPanel;
   let calls: [string, any][];
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, text } = finders(() => panel.node);
   const rowIds = (container: Element = q('.jp-air-exp-runs')) =>
     Array.from(container.children).map(li => (li as HTMLElement).dataset.runId);
   const row = (id: string) => q(`.jp-air-exp-run[data-run-id="${id}"]`);

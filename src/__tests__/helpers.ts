@@ -1,6 +1,6 @@
 /**
  * Test helpers shared by the specs: advancing jest's fake timers (with the promises they settle),
- * what a poller sends over a stretch of them, clicks, choosing in a form control, a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), markup
+ * what a poller sends over a stretch of them, clicks, choosing in a form control, lookups in a view, a recording stand-in for `globalThis.fetch` (the API modules call the real fetch), markup
  * that must only ever show as text, commands that record their calls, and whether an element
  * is shown.
  */
@@ -105,6 +105,24 @@ export function recordingCommands(calls: [string, any][]): {
     execute: async (id: string, args?: any) => {
       calls.push([id, args]);
     }
+  };
+}
+
+/**
+ * Lookups in the view under test (`root()`, read at each call: a new view per test): `q` its
+ * first match of a selector, `all` every match, `text` the first match's text (`null`: none).
+ */
+export function finders(root: () => Element): {
+  q: <T extends HTMLElement = HTMLElement>(selector: string) => T;
+  all: (selector: string) => HTMLElement[];
+  text: (selector: string) => string | null;
+} {
+  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
+    root().querySelector(selector) as T;
+  return {
+    q,
+    all: selector => Array.from(root().querySelectorAll<HTMLElement>(selector)),
+    text: selector => q(selector)?.textContent ?? null
   };
 }
 

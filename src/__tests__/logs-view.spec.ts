@@ -7,7 +7,7 @@ import { LogsModel } from '../logs/model';
 import { inputToSeconds, secondsToInput } from '../logs/time-range';
 import { LogsView } from '../logs/view';
 import { ROW_HEIGHT, visibleRange } from '../logs/virtual';
-import { HOSTILE, advance, choose } from './helpers';
+import { HOSTILE, advance, choose, finders } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
 
 const VIEWPORT_HEIGHT = 400;
@@ -113,11 +113,7 @@ describe('LogsView', () => {
   let view: LogsView;
   let copied: string[];
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    view.node.querySelector(selector) as T;
-  const all = (selector: string) =>
-    Array.from(view.node.querySelectorAll<HTMLElement>(selector));
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, all, text } = finders(() => view.node);
   const rows = () => all('.jp-air-logs-row');
 
   /** Give the viewport a layout: jsdom has none. */

@@ -11,6 +11,7 @@ import {
   choose,
   expectNoCallFor,
   expectQuietWhileHidden,
+  finders,
   recordingCommands
 } from './helpers';
 import {
@@ -37,11 +38,7 @@ describe('WorkloadsPanel', () => {
   let confirmations: IJob[];
   let confirmAnswer: boolean;
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const all = (selector: string) =>
-    Array.from(panel.node.querySelectorAll<HTMLElement>(selector));
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, all, text } = finders(() => panel.node);
   const row = (id: string) => q(`.jp-air-wl-job[data-job-id="${id}"]`);
 
   async function open(): Promise<void> {
