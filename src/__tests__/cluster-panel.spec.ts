@@ -15,7 +15,15 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance, choose, click, finders, shown } from './helpers';
+import {
+  HOSTILE,
+  advance,
+  choose,
+  click,
+  finders,
+  optionLabels,
+  shown
+} from './helpers';
 
 /** An agent node's overview row whose GPU 1 has a health flag. */
 function flaggedNode(name: string): INodeRow {
@@ -252,7 +260,7 @@ describe('GpuPanel across nodes', () => {
     // the node selector lists every node, this one selected
     const select = q<HTMLSelectElement>('.jp-air-gpu-node-select');
     expect(shown(select)).toBe(true);
-    expect(Array.from(select.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(select)).toEqual([
       'All nodes (3)',
       'gpu-b',
       'gpu-c',

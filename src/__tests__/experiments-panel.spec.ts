@@ -10,6 +10,7 @@ import {
   click,
   expectQuietWhileHidden,
   finders,
+  optionLabels,
   recordingCommands
 } from './helpers';
 import {
@@ -183,7 +184,7 @@ describe('ExperimentsPanel', () => {
       });
     await open();
     const filter = q<HTMLSelectElement>('.jp-air-exp-filter');
-    expect(Array.from(filter.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(filter)).toEqual([
       'All',
       'Running',
       'Finished',
@@ -244,7 +245,7 @@ describe('ExperimentsPanel', () => {
   it('switches to another experiment and back', async () => {
     await open();
     const picker = q<HTMLSelectElement>('.jp-air-exp-select');
-    expect(Array.from(picker.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(picker)).toEqual([
       "This notebook's experiment",
       '/Users/ada/llm.ipynb',
       'baseline'

@@ -67,6 +67,11 @@ export function click(el: Element, init: MouseEventInit = {}): boolean {
   return event.defaultPrevented;
 }
 
+/** The labels of a `<select>`'s options, in order. */
+export function optionLabels(select: HTMLSelectElement): (string | null)[] {
+  return Array.from(select.options).map(option => option.textContent);
+}
+
 /** Set a form control's value as a user does (its `change` event), and settle what that starts. */
 export async function choose(
   control: HTMLSelectElement | HTMLInputElement,

@@ -7,7 +7,7 @@ import { LogsModel } from '../logs/model';
 import { inputToSeconds, secondsToInput } from '../logs/time-range';
 import { LogsView } from '../logs/view';
 import { ROW_HEIGHT, visibleRange } from '../logs/virtual';
-import { HOSTILE, advance, choose, finders } from './helpers';
+import { HOSTILE, advance, choose, finders, optionLabels } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
 
 const VIEWPORT_HEIGHT = 400;
@@ -323,15 +323,12 @@ describe('LogsView', () => {
 
     const node = q<HTMLSelectElement>('.jp-air-logs-node');
     expect(node.hidden).toBe(false); // 2 nodes
-    expect(Array.from(node.options).map(o => o.textContent)).toEqual([
-      'Node 0',
-      'Node 1'
-    ]);
+    expect(optionLabels(node)).toEqual(['Node 0', 'Node 1']);
     await choose(node, '1');
     expect(server.calls[server.calls.length - 1].filters.node).toBe(1);
 
     const attemptSelect = q<HTMLSelectElement>('.jp-air-logs-attempt-select');
-    expect(Array.from(attemptSelect.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(attemptSelect)).toEqual([
       'Latest attempt (2)',
       'Attempt 1',
       'Attempt 2'
