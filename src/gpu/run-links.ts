@@ -39,11 +39,13 @@ function commandLink(
   linker: IRunLinker,
   className: string,
   text: string,
+  title: string,
   href: string | null,
   command: string,
   args: { [key: string]: string }
 ): HTMLAnchorElement {
   const link = newTabLink(className, text);
+  link.title = title;
   if (href !== null) {
     link.href = href;
   }
@@ -68,16 +70,15 @@ export function runLink(
   if (fragment === null) {
     return null;
   }
-  const link = commandLink(
+  return commandLink(
     linker,
     'jp-air-gpu-run-link',
     text,
+    title,
     uiLink(linker.mlflowUi(), fragment),
     CommandIDs.openMlflow,
     { path: fragment }
   );
-  link.title = title;
-  return link;
 }
 
 /** The link to a workload's job run page (the Workloads panel). */
@@ -91,14 +92,13 @@ export function jobLink(
   if (job === null) {
     return null;
   }
-  const link = commandLink(
+  return commandLink(
     linker,
     'jp-air-gpu-job-link',
     text,
+    title,
     workloadUrl(job, linker.baseUrl()),
     CommandIDs.openWorkloads,
     { id: job }
   );
-  link.title = title;
-  return link;
 }
