@@ -75,12 +75,14 @@ describe('GpuPanel across nodes', () => {
     renderer = new FakeRenderer();
     model = new GpuModel(server.options);
     executed = [];
-    panel = new GpuPanel({
-      model,
-      renderer,
-      linker,
-      scheduleFrame: callback => callback()
-    });
+    await attach({ renderer, linker, scheduleFrame: callback => callback() });
+  }
+
+  /** A panel on `model` (and `options`) on the page, once its first answers are in. */
+  async function attach(
+    options: Omit<GpuPanel.IOptions, 'model'> = {}
+  ): Promise<void> {
+    panel = new GpuPanel({ model, ...options });
     Widget.attach(panel, document.body);
     await advance(0);
   }
@@ -320,9 +322,7 @@ describe('GpuPanel across nodes', () => {
     model = new GpuModel(server.options);
     let restore: (node: string | null) => void = () => undefined;
     model.restoreNode(new Promise(resolve => (restore = resolve)));
-    panel = new GpuPanel({ model, renderer: new FakeRenderer() });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach({ renderer: new FakeRenderer() });
     expect(server.overviewCalls).toHaveLength(0);
     expect(server.calls).toHaveLength(0);
     restore('gpu-b');
@@ -339,9 +339,7 @@ describe('GpuPanel across nodes', () => {
     server = new FakeServer();
     model = new GpuModel(server.options);
     model.restoreNode(Promise.resolve('gone-node'));
-    panel = new GpuPanel({ model, renderer: new FakeRenderer() });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach({ renderer: new FakeRenderer() });
     expect(q('.jp-air-gpu-error').textContent).toContain(
       "No telemetry from node 'gone-node'"
     );
@@ -419,9 +417,7 @@ describe('GpuPanel across nodes', () => {
       ]
     };
     model = new GpuModel(server.options);
-    panel = new GpuPanel({ model });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach();
     const card0 = q('.jp-air-gpu-card[data-gpu-index="0"]');
     const lines = Array.from(
       card0.querySelectorAll('.jp-air-gpu-health-label')
@@ -484,9 +480,7 @@ describe('GpuPanel across nodes', () => {
       ])
     );
     model = new GpuModel(server.options);
-    panel = new GpuPanel({ model });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach();
     const texts = all('.jp-air-gpu-card .jp-air-gpu-flag').map(
       li => li.textContent
     );
@@ -536,9 +530,7 @@ describe('GpuPanel across nodes', () => {
     );
     model = new GpuModel(server.options);
     executed = [];
-    panel = new GpuPanel({ model, linker });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach({ linker });
     const row = (pid: number) =>
       q(`.jp-air-gpu-process[data-pid="${pid}"] .jp-air-gpu-process-run`);
     const rank = row(11);
@@ -619,9 +611,7 @@ describe('GpuPanel across nodes', () => {
     model.dispose();
     panel.dispose();
     model = new GpuModel(server.options);
-    panel = new GpuPanel({ model });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach();
     const cell = q('.jp-air-gpu-process-run');
     expect(cell.querySelector('a')).toBeNull();
     expect(cell.textContent).toContain(`run ${HOSTILE.slice(0, 8)}`);
