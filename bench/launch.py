@@ -105,12 +105,13 @@ def time_distributed(fn) -> float:
     return took
 
 
-def start_mlflow(folder: Path):
+def start_mlflow(folder: Path, timeout_s: float = 150):
+    """The embedded MLflow server of ``folder`` (its data in ``folder/mlflow``), once ready."""
     from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow
 
-    server = EmbeddedMlflow(folder / "mlflow", start_timeout_s=150)
+    server = EmbeddedMlflow(folder / "mlflow", start_timeout_s=timeout_s)
     server.start()
-    deadline = time.monotonic() + 150
+    deadline = time.monotonic() + timeout_s
     while server.state != READY:
         if time.monotonic() > deadline:
             raise RuntimeError(f"MLflow did not start: {server.status()}")

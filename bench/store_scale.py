@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from server_process import free_port, stop_process, wait_ready  # bench/server_process.py
 
 from jupyter_air.workloads.store import JobStore
 
@@ -113,12 +114,6 @@ def timed(fn, repeat: int) -> tuple[float, float]:
     return percentiles(seconds)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """A real Jupyter server with jupyter-air on the data folder (no GPU sampling, no MLflow)."""
 
@@ -144,17 +139,9 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                self.get("api/status")
-                return
-            except OSError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.2)
-        self.stop()
-        raise SystemExit(f"the Jupyter server did not start: see {workdir / 'server.log'}")
+        if not wait_ready(self.process, lambda: self.get("api/status"), timeout_s=120):
+            self.stop()
+            raise SystemExit(f"the Jupyter server did not start: see {workdir / 'server.log'}")
 
     def get(self, path: str) -> bytes:
         request = urllib.request.Request(
@@ -165,12 +152,7 @@ class Server:
             return response.read()
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout_s=20)
         self.log.close()
 
 

@@ -30,7 +30,6 @@ import json
 import math
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from fake_nvml import FakeGpu, FakeNvml, MiB
+from server_process import free_port, stop_process, wait_ready  # bench/server_process.py
 
 from jupyter_air.telemetry import Sampler
 from jupyter_air.telemetry.agent import AUTH_SCHEME, INGEST_PATH, HttpSender
@@ -57,12 +57,6 @@ from jupyter_air.telemetry.sender import ANSWER_EVERY
 INTERVAL_S = 10.0
 HISTORY_S = 7200.0
 BACKLOG_BATCH = 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Server:
@@ -93,14 +87,7 @@ class Server:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                self.get("api/status")
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
+        if not wait_ready(self.process, lambda: self.get("api/status"), timeout_s=90):
             self.stop()
             raise RuntimeError("the Jupyter server did not start within 90 s")
         self.ps = psutil.Process(self.process.pid)
@@ -143,12 +130,7 @@ class Server:
         return self.ps.memory_info().rss / 2**20
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
+        stop_process(self.process, timeout_s=30)
 
 
 class Node:

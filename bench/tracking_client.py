@@ -17,7 +17,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 CALLS = """
@@ -59,16 +58,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from jupyter_air.server.mlflow_process import READY, EmbeddedMlflow
+    from launch import start_mlflow  # bench/launch.py, next to this script
 
     with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
-        server = EmbeddedMlflow(Path(tmp) / "mlflow", start_timeout_s=180)
-        server.start()
-        deadline = time.monotonic() + 180
-        while server.state != READY:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"MLflow did not start: {server.status()}")
-            time.sleep(0.2)
+        server = start_mlflow(Path(tmp), timeout_s=180)
         try:
             log = Path(tmp) / "node_0.log"
             log.write_text("a line of a training log\n" * 2000)

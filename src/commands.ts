@@ -21,6 +21,17 @@ export interface ICommandRunner {
   execute(id: string, args?: ReadonlyPartialJSONObject): Promise<any>;
 }
 
+/** Run command `id` for a view; a failure is logged, not thrown (the click is over). */
+export function runCommand(
+  commands: ICommandRunner,
+  id: string,
+  args: ReadonlyPartialJSONObject
+): void {
+  commands
+    .execute(id, args)
+    .catch(reason => console.warn(`jupyter-air: ${id} failed`, reason));
+}
+
 /** A string argument of a command, `undefined` when absent, empty or not a string. */
 export function stringArg(
   args: ReadonlyPartialJSONObject,

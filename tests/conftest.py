@@ -135,6 +135,15 @@ def mlflow_client(mlflow_server):
     return MlflowClient(tracking_uri=mlflow_server.url)
 
 
+@pytest.fixture
+def env(mlflow_server, monkeypatch, tmp_path):
+    """A workloads or CLI test's world on the session's MLflow server
+    (``workloads_support.cli_env``); a module that needs more defines its own ``env``."""
+    from workloads_support import cli_env
+
+    return cli_env(monkeypatch, tmp_path, mlflow_server)
+
+
 class RayCluster:
     """The ``ray_cluster`` fixture: a real Ray cluster of 3 nodes on loopback
     (tests/ray_cluster.py)."""

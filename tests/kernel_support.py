@@ -1,12 +1,16 @@
-"""A real kernel of the test's Jupyter server, to see what kernels are told, and a notebook's
-session opened as JupyterLab opens it (imported by tests; no fixtures here)."""
+"""A real kernel of the test's Jupyter server, to see what kernels are told, a notebook's
+session opened as JupyterLab opens it, and a kernel of the test's own to run cells in (imported
+by tests; no fixtures here)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from pathlib import PurePosixPath
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 import psutil
 
@@ -25,6 +29,24 @@ async def kernel_environ(serverapp, timeout: float = 60.0) -> dict[str, str]:
         return dict(psutil.Process(kernel.provisioner.pid).environ())
     finally:
         await manager.shutdown_kernel(kernel_id, now=True)
+
+
+@contextlib.contextmanager
+def running_kernel(cwd: Path, timeout: float) -> Iterator[tuple[Any, Any]]:
+    """A python3 kernel started in ``cwd`` and its client (channels started), once ready within
+    ``timeout`` seconds; both stopped on leaving."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(cwd))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=timeout)
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 async def open_notebook(jp_fetch, path: str) -> dict:

@@ -4,11 +4,51 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 from jupyter_air.launch.processes import RankProcess
+
+DRIVER = """
+import faulthandler, signal, sys
+from jupyter_air import distributed
+
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # where it is stuck, on SIGUSR1
+# Ctrl-C raises KeyboardInterrupt, as in a kernel, whatever this process inherited (Python keeps
+# SIGINT ignored when it starts ignored, as under a shell's background job)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+@distributed({options})
+def forever():
+    import os, time
+    print("rank", os.environ["RANK"], "running", flush=True)
+    time.sleep(300)
+
+try:
+    forever.distributed()
+except KeyboardInterrupt:
+    print("KeyboardInterrupt reached the caller", flush=True)
+    sys.exit(130)
+"""
+
+
+def start_driver(tmp_path: Path, options: str) -> subprocess.Popen[str]:
+    """A script in ``tmp_path`` that calls ``@distributed(options)`` on ranks that print that
+    they run and sleep, and exits 130 when interrupted; started in its own session, as a kernel
+    is (SIGINT goes to its whole group), its output (stderr too) on ``stdout``."""
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER.format(options=options))
+    return subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
 
 
 def run_dirs(data_dir: Path) -> list[Path]:

@@ -13,7 +13,6 @@ from workloads_support import (
     PY,
     air,
     alive,
-    cli_env,
     deny_reading,
     wait_for,
     wait_until,
@@ -24,11 +23,6 @@ from jupyter_air.workloads.capacity import GpuInventory
 from jupyter_air.workloads.jobs import submit
 from jupyter_air.workloads.paths import job_dir
 from jupyter_air.workloads.spec_loading import load_spec
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 def start(env, command: str, **fields) -> str:

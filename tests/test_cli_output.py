@@ -10,19 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from workloads_support import PY, air, cli_env, wait_for, write
+from workloads_support import PY, air, wait_for, write
 
 from jupyter_air.workloads.fields import DOCS_END, DOCS_START, all_fields, with_reference
 from jupyter_air.workloads.spec import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "workloads.md"
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 # air explain ---------------------------------------------------------------------------------

@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from workloads_support import PY, air, cli_env, wait_for, write
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    return cli_env(monkeypatch, tmp_path, mlflow_server)
+from workloads_support import PY, air, wait_for, write
 
 
 def _spec(env, name: str = "w.yaml", command: str = f"{PY} -c 'print(1)'", extra: str = ""):

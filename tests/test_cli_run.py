@@ -16,7 +16,6 @@ import pytest
 from workloads_support import (
     PY,
     air,
-    air_environment,
     wait_for,
     wait_supervisor_gone,
     wait_until,
@@ -24,25 +23,6 @@ from workloads_support import (
 )
 
 from jupyter_air.cli import build_parser
-from jupyter_air.workloads.store import JobStore
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    import mlflow
-
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    store = JobStore.for_data_dir(data)
-    return type(
-        "Env",
-        (),
-        {
-            "store": store,
-            "tmp": tmp_path,
-            "url": mlflow_server.url,
-            "client": mlflow.MlflowClient(mlflow_server.url),
-        },
-    )
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-from workloads_support import PY, air, cli_env, wait_for, wait_until, write
+from workloads_support import PY, air, wait_for, wait_until, write
 
 from jupyter_air.workloads.paths import job_dir, log_path
 from jupyter_air.workloads.snapshot import (
@@ -36,11 +35,6 @@ if os.environ["JUPYTER_AIR_ATTEMPT"] == "1":
         time.sleep(0.05)
     sys.exit(3)
 """
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 def git(folder: Path, *args: str) -> str:

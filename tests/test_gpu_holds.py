@@ -8,21 +8,14 @@ import subprocess
 import sys
 
 import pytest
-from telemetry_support import wait_until
+from telemetry_support import telemetry_config, wait_until
 
 from jupyter_air.telemetry.hold_files import HoldFile, holds_folder, live_holds
 
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "simulated",
-        "simulated_gpus": 2,
-        "gpu_poll_interval": 0.1,
-        "gpu_idle_timeout": 0.3,
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-    }
+    return telemetry_config(tmp_path, gpu_poll_interval=0.1, gpu_idle_timeout=0.3)
 
 
 async def test_a_hold_file_keeps_sampling_awake_without_any_client(jp_serverapp, tmp_path):

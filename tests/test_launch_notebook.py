@@ -13,7 +13,7 @@ import uuid
 
 import nbformat
 import pytest
-from tracking_support import UI, execute_notebook, in_notebook, use_server
+from tracking_support import UI, execute_notebook, in_notebook, streams, use_server
 
 from jupyter_air.tracking.display import MIME_TYPE
 
@@ -58,14 +58,6 @@ def executed(mlflow_server, monkeypatch, tmp_path):
     nb.cells[3].metadata["tags"] = ["raises-exception"]
     execute_notebook(nb, path, tmp_path / f"kernel-{uuid.uuid4()}.json")
     return nb
-
-
-def streams(cell, name: str | None = None) -> str:
-    return "".join(
-        o.text
-        for o in cell.outputs
-        if o.output_type == "stream" and (name is None or o.name == name)
-    )
 
 
 def test_distributed_from_a_notebook(executed):

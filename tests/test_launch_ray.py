@@ -12,15 +12,15 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 
 import nbformat
 import pytest
 from jupyter_client.manager import KernelManager
+from launch_support import start_driver
 from nbclient import NotebookClient
-from tracking_support import use_server
+from tracking_support import streams, use_server
 
 from jupyter_air.tracking.display import MIME_TYPE
 
@@ -69,14 +69,6 @@ def cluster_env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
     monkeypatch.setenv("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S", "1")
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     return ray_cluster
-
-
-def streams(cell, name: str | None = None) -> str:
-    return "".join(
-        o.text
-        for o in cell.outputs
-        if o.output_type == "stream" and (name is None or o.name == name)
-    )
 
 
 def calls_processes() -> list[int]:
@@ -140,39 +132,8 @@ def test_two_nodes_from_a_notebook(cluster_env, tmp_path):
     assert wait_gone(30) == []  # nothing of either call left on any node
 
 
-DRIVER = """
-import signal, sys
-from jupyter_air import distributed
-
-# Ctrl-C raises KeyboardInterrupt, as in a kernel, whatever this process inherited (Python keeps
-# SIGINT ignored when it starts ignored, as under a shell's background job)
-signal.signal(signal.SIGINT, signal.default_int_handler)
-
-@distributed(gpus=1, nodes=2, grace_period=3, mlflow=False)
-def forever():
-    import os, time
-    print("rank", os.environ["RANK"], "running", flush=True)
-    time.sleep(300)
-
-try:
-    forever.distributed()
-except KeyboardInterrupt:
-    print("KeyboardInterrupt reached the caller", flush=True)
-    sys.exit(130)
-"""
-
-
-def start_driver(tmp_path) -> subprocess.Popen[str]:
-    script = tmp_path / "driver.py"
-    script.write_text(textwrap.dedent(DRIVER))
-    return subprocess.Popen(
-        [sys.executable, str(script)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=tmp_path,
-        start_new_session=True,  # as a kernel is: SIGINT goes to its whole group
-    )
+# the interrupted call: one rank on each of two nodes
+TWO_NODES = "gpus=1, nodes=2, grace_period=3, mlflow=False"
 
 
 def wait_running(count: int, timeout_s: float = 120.0) -> list[int]:
@@ -193,7 +154,7 @@ def wait_gone(timeout_s: float) -> list[int]:
 
 
 def test_an_interrupt_leaves_nothing_on_either_node(cluster_env, tmp_path):
-    driver = start_driver(tmp_path)
+    driver = start_driver(tmp_path, TWO_NODES)
     try:
         wait_running(6)  # per node: the keeper, the agent, its rank
         time.sleep(2)  # the ranks print and sleep
@@ -210,7 +171,7 @@ def test_an_interrupt_leaves_nothing_on_either_node(cluster_env, tmp_path):
 
 
 def test_a_dying_kernel_takes_its_ranks_on_every_node_with_it(cluster_env, tmp_path):
-    driver = start_driver(tmp_path)
+    driver = start_driver(tmp_path, TWO_NODES)
     try:
         wait_running(6)
         driver.kill()  # the kernel (the Ray driver) dies without a word

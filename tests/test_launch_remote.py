@@ -12,7 +12,7 @@ import time
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
+from kernel_support import running_kernel
 from mlflow.tracking import MlflowClient
 from nbclient import NotebookClient
 from workloads_support import air_environment, wait_until
@@ -122,12 +122,7 @@ wait_for.distributed({flag!r})
 def test_a_call_outlives_its_kernel_and_a_new_kernel_reads_its_results(kernel_env):
     store, tmp, _uri = kernel_env
     flag = tmp / "go"
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(cwd=str(tmp))
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=120)
+    with running_kernel(tmp, timeout=120) as (km, kc):
         msg_id = kc.execute(WAITING.format(experiment=f"outlive-{tmp.name}", flag=str(flag)))
         wait_until(lambda: store.list_jobs(), timeout=120, what="the job run")
         job_id = store.list_jobs()[0].id
@@ -138,9 +133,6 @@ def test_a_call_outlives_its_kernel_and_a_new_kernel_reads_its_results(kernel_en
         kc.input("")  # the default: no
         said = _collect(kc, msg_id, timeout_s=60)
         assert "Stopped following job run" in said and "it goes on" in said, said[-2000:]
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     assert store.get_job(job_id).status == "RUNNING"
     flag.touch()
 

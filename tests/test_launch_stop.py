@@ -9,12 +9,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
-from launch_support import launch_processes, run_dirs, wait_all_gone, wait_for
+from launch_support import launch_processes, run_dirs, start_driver, wait_all_gone, wait_for
 from tracking_support import reset_fluent, use_server
 
 from jupyter_air import distributed
@@ -60,42 +58,6 @@ def test_timeout_stops_every_rank_and_kills_the_run(server, tmp_path):
     assert run_status(run_dir) == "KILLED"
 
 
-DRIVER = """
-import faulthandler, signal, sys
-from jupyter_air import distributed
-
-faulthandler.register(signal.SIGUSR1, all_threads=True)  # driver_output: where it is stuck
-# Ctrl-C raises KeyboardInterrupt, as in a kernel, whatever this process inherited (Python keeps
-# SIGINT ignored when it starts ignored, as under a shell's background job)
-signal.signal(signal.SIGINT, signal.default_int_handler)
-
-@distributed(gpus=2, grace_period=3)
-def forever():
-    import os, time
-    print("rank", os.environ["RANK"], "running", flush=True)
-    time.sleep(300)
-
-try:
-    forever.distributed()
-except KeyboardInterrupt:
-    print("KeyboardInterrupt reached the caller", flush=True)
-    sys.exit(130)
-"""
-
-
-def start_driver(tmp_path):
-    script = tmp_path / "driver.py"
-    script.write_text(textwrap.dedent(DRIVER))
-    return subprocess.Popen(
-        [sys.executable, str(script)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=tmp_path,
-        start_new_session=True,  # as a kernel is: SIGINT goes to its whole group
-    )
-
-
 def driver_output(driver, timeout_s: float = 60.0) -> str:
     """The driver's output once it has exited. One still running after ``timeout_s`` (a last
     guard: it exits within seconds) fails the test with where each of its threads is."""
@@ -119,7 +81,7 @@ def wait_running(tmp_path):
 
 
 def test_interrupt_stops_every_rank_within_seconds(server, tmp_path):
-    driver = start_driver(tmp_path)
+    driver = start_driver(tmp_path, "gpus=2, grace_period=3")
     try:
         run_dir = wait_running(tmp_path)
         processes = launch_processes(run_dir)
@@ -141,7 +103,7 @@ def test_interrupt_stops_every_rank_within_seconds(server, tmp_path):
 
 
 def test_a_dying_kernel_takes_its_ranks_with_it(server, tmp_path):
-    driver = start_driver(tmp_path)
+    driver = start_driver(tmp_path, "gpus=2, grace_period=3")
     try:
         run_dir = wait_running(tmp_path)
         processes = launch_processes(run_dir)

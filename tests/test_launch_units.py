@@ -226,6 +226,13 @@ class Collect(io.StringIO):
     pass
 
 
+def two_ranks(tmp_path, mode: str) -> tuple[RunDir, RankOutput, Collect, Collect]:
+    """The output of two ranks shown in ``mode``, into stdout and stderr streams kept here."""
+    run_dir = RunDir(tmp_path)
+    out, err = Collect(), Collect()
+    return run_dir, RankOutput(run_dir, 2, mode, stdout=lambda: out, stderr=lambda: err), out, err
+
+
 def write(run_dir, rank, stream, text):
     path = run_dir.stdout(rank) if stream == "out" else run_dir.stderr(rank)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,9 +241,7 @@ def write(run_dir, rank, stream, text):
 
 
 def test_lines_are_prefixed_and_progress_bars_stay_readable(tmp_path):
-    run_dir = RunDir(tmp_path)
-    out, err = Collect(), Collect()
-    output = RankOutput(run_dir, 2, "all", stdout=lambda: out, stderr=lambda: err)
+    run_dir, output, out, err = two_ranks(tmp_path, "all")
     write(run_dir, 0, "out", "hello\nwor")
     write(run_dir, 1, "out", "from one\n")
     output.pump()
@@ -287,9 +292,7 @@ def test_a_restarts_new_log_files_are_read_after_the_old_ones_to_their_end(tmp_p
 
 
 def test_rank0_mode_shows_other_ranks_only_when_they_fail(tmp_path):
-    run_dir = RunDir(tmp_path)
-    out, err = Collect(), Collect()
-    output = RankOutput(run_dir, 2, "rank0", stdout=lambda: out, stderr=lambda: err)
+    run_dir, output, out, err = two_ranks(tmp_path, "rank0")
     write(run_dir, 0, "out", "zero\n")
     write(run_dir, 1, "out", "one\n")
     write(run_dir, 1, "err", "boom\n")

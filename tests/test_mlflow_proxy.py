@@ -62,6 +62,17 @@ async def status_of(jp_fetch, *parts: str, **kwargs) -> int:
     return response.code
 
 
+async def status_of_json(jp_fetch, path: str, method: str, payload: dict, headers: dict) -> int:
+    """The status of a request to ``path`` whose body is ``payload`` in JSON."""
+    return await status_of(
+        jp_fetch,
+        path,
+        method=method,
+        body=json.dumps(payload),
+        headers={**headers, "Content-Type": "application/json"},
+    )
+
+
 def experiment_exists(mlflow_client, name: str) -> bool:
     return mlflow_client.get_experiment_by_name(name) is not None
 
@@ -94,12 +105,12 @@ async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, mlflo
 
     name = unique("xsrf-created")
     assert (
-        await status_of(
+        await status_of_json(
             jp_fetch,
             "air/mlflow/api/2.0/mlflow/experiments/create",
-            method="POST",
-            body=json.dumps({"name": name}),
-            headers={**headers, "Content-Type": "application/json"},
+            "POST",
+            {"name": name},
+            headers,
         )
         == refused
     )
@@ -135,24 +146,24 @@ async def test_cookie_only_writes_are_refused_and_change_nothing(jp_fetch, mlflo
     model = unique("xsrf-model")
     mlflow_client.create_registered_model(model)
     assert (
-        await status_of(
+        await status_of_json(
             jp_fetch,
             "air/mlflow/ajax-api/2.0/mlflow/registered-models/delete",
-            method="DELETE",
-            body=json.dumps({"name": model}),
-            headers={**headers, "Content-Type": "application/json"},
+            "DELETE",
+            {"name": model},
+            headers,
         )
         == refused
     )
     assert model_exists(mlflow_client, model)
 
     assert (
-        await status_of(
+        await status_of_json(
             jp_fetch,
             "air/mlflow/ajax-api/2.0/mlflow/registered-models/update",
-            method="PATCH",
-            body=json.dumps({"name": model, "description": "changed"}),
-            headers={**headers, "Content-Type": "application/json"},
+            "PATCH",
+            {"name": model, "description": "changed"},
+            headers,
         )
         == refused
     )
@@ -164,12 +175,12 @@ async def test_a_cookie_xsrf_token_that_does_not_match_is_refused(jp_fetch, mlfl
     name = unique("xsrf-mismatch")
     headers = with_xsrf_header(browser, **{"Content-Type": "application/json"})
     headers["X-XSRFToken"] = "2|00000000|" + "0" * 32 + "|1700000000"
-    code = await status_of(
+    code = await status_of_json(
         jp_fetch,
         "air/mlflow/ajax-api/2.0/mlflow/experiments/create",
-        method="POST",
-        body=json.dumps({"name": name}),
-        headers=headers,
+        "POST",
+        {"name": name},
+        headers,
     )
     assert code == 403
     assert not experiment_exists(mlflow_client, name)

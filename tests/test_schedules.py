@@ -9,7 +9,7 @@ import textwrap
 import threading
 
 import pytest
-from workloads_support import PY, cli_env, server_config, wait_for, write
+from workloads_support import PY, server_config, wait_for, write
 
 from jupyter_air.workloads.schedules import (
     Scheduler,
@@ -24,11 +24,6 @@ from jupyter_air.workloads.spec_loading import load_spec, load_spec_file
 from jupyter_air.workloads.store import JobStore, Schedule
 
 T0 = 1_800_000_000  # a whole hour (and a multiple of 10 minutes), UTC
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
 class Clock:

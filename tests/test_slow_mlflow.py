@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from telemetry_support import telemetry_config
 from tornado.httpclient import AsyncHTTPClient
 
 SLOW_S = 10.0
@@ -63,14 +64,7 @@ def slow_mlflow():
 
 @pytest.fixture
 def air_config(tmp_path) -> dict:
-    return {
-        "gpu_backend": "simulated",
-        "simulated_gpus": 8,
-        "gpu_poll_interval": 0.05,
-        "gpu_idle_timeout": 0,
-        "mlflow_embedded": False,
-        "data_dir": str(tmp_path / "air"),
-    }
+    return telemetry_config(tmp_path, simulated_gpus=8, gpu_poll_interval=0.05, gpu_idle_timeout=0)
 
 
 @pytest.fixture

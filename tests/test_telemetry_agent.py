@@ -6,12 +6,11 @@ has been out of touch with the server for longer than the idle timeout."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 from fake_nvml import three_gpus
+from import_support import assert_light_import
 
 from jupyter_air.server.gpu_service import GpuService
 from jupyter_air.telemetry import Sampler
@@ -146,14 +145,7 @@ def test_the_interval_is_bounded():
 
 
 def test_the_agent_has_no_jupyter_imports_and_starts_nothing_at_import():
-    code = (
-        "import sys, threading\n"
-        "import jupyter_air.telemetry.agent, jupyter_air.telemetry.models\n"
-        "jupyter = sorted(m for m in sys.modules if m.split('.')[0] in\n"
-        "    ('jupyter_server', 'tornado', 'jupyter_core', 'jupyterlab', 'traitlets'))\n"
-        "print(jupyter, 'pynvml' in sys.modules, threading.active_count())\n"
+    assert_light_import(
+        "import jupyter_air.telemetry.agent, jupyter_air.telemetry.models",
+        {"jupyter_server", "tornado", "jupyter_core", "jupyterlab", "traitlets", "pynvml"},
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert out == ["[]", "False", "1"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import closing
 
 import pytest
 from test_telemetry_ingest import air_config, report  # noqa: F401 (the same server's settings)
@@ -59,11 +60,8 @@ def gpu_service(jp_serverapp):
 async def test_the_agent_sends_report_after_report_on_one_channel(
     jp_fetch, jp_serverapp, base_url, data_dir
 ):
-    sender = HttpSender(base_url, mint_token(data_dir, "gpu-1"))
-    try:
+    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-1"))) as sender:
         answers = [await send(sender, later(report(samples=2), 10 * k)) for k in range(4)]
-    finally:
-        sender.close()
     assert [a.accepted for a in answers] == [2, 2, 2, 2]
     assert answers[0].have_info and answers[0].next_s == 10.0
     assert sender.transport == "channel" and sender.connections == 1
@@ -95,11 +93,8 @@ async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_
     ws = await channel(base_url, mint_token(data_dir, "gpu-2"), **{ANSWER_EVERY_HEADER: "1000"})
     assert ws.headers[ANSWER_EVERY_HEADER] == "60"
     ws.close()
-    sender = HttpSender(base_url, mint_token(data_dir, "gpu-3"))
-    try:
+    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-3"))) as sender:
         answers = [await send(sender, later(report("gpu-3"), 10 * k)) for k in range(8)]
-    finally:
-        sender.close()
     assert sender._every == 6 and sender.connections == 1
     assert all(a.accepted == 1 and a.sample and a.have_info for a in answers)
     assert len(gpu_service(jp_serverapp).nodes.get("gpu-3").history) == 8
@@ -108,13 +103,10 @@ async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_
 async def test_a_channel_closed_meanwhile_is_opened_again_for_the_same_report(
     jp_serverapp, base_url, data_dir
 ):
-    sender = HttpSender(base_url, mint_token(data_dir, "gpu-1"))
-    try:
+    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-1"))) as sender:
         assert (await send(sender, report())).accepted == 1
         sender._ws.sock.close()  # the connection breaks between two reports
         assert (await send(sender, later(report(), 10))).accepted == 1
-    finally:
-        sender.close()
     assert sender.connections == 2
     assert len(gpu_service(jp_serverapp).nodes.get("gpu-1").history) == 2
 
@@ -203,8 +195,7 @@ async def test_a_bad_report_gets_one_clear_answer_and_the_channel_stays_open(
 async def test_the_sender_drops_a_refused_report_and_keeps_its_channel(
     jp_serverapp, base_url, data_dir
 ):
-    sender = HttpSender(base_url, mint_token(data_dir, "gpu-1"))
-    try:
+    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-1"))) as sender:
         assert (await send(sender, report())).accepted == 1
         # too big for this server (16 KiB): the sender knows the limit from the channel
         with pytest.raises(ReportRefused, match="413"):
@@ -214,8 +205,6 @@ async def test_the_sender_drops_a_refused_report_and_keeps_its_channel(
         with pytest.raises(ReportRefused, match=r"400.*synchronise the clocks"):
             await send(sender, bad)
         assert (await send(sender, later(report(), 20))).accepted == 1
-    finally:
-        sender.close()
     assert sender.connections == 1
 
 

@@ -4,10 +4,8 @@ extension, not the tracking modules (mlflow is imported on first use). The launc
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from import_support import assert_light_import
 
 MODULES = [
     "jupyter_air",
@@ -28,14 +26,7 @@ MODULES = [
 
 @pytest.mark.parametrize("module", MODULES)
 def test_import_does_not_import_mlflow(module):
-    code = (
-        f"import sys, threading; import {module}; "
-        "loaded = sorted(m for m in sys.modules if m == 'mlflow' or m.startswith('mlflow.')); "
-        "assert not loaded, loaded[:5]; "
-        "assert threading.active_count() == 1, threading.enumerate()"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert_light_import(f"import {module}", {"mlflow"})
 
 
 def test_public_names_resolve_lazily():
@@ -74,11 +65,4 @@ LAUNCH_IMPORTS = [
 
 @pytest.mark.parametrize("statement", LAUNCH_IMPORTS)
 def test_launch_imports_neither_torch_nor_mlflow(statement):
-    code = (
-        f"import sys, threading; {statement}; "
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mlflow')); "
-        "assert not heavy, heavy[:5]; "
-        "assert threading.active_count() == 1, threading.enumerate()"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert_light_import(statement, {"torch", "mlflow"})

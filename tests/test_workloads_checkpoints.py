@@ -13,17 +13,12 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from workloads_support import PY, air_environment, air_json, wait_for, write
+from workloads_support import PY, air_json, cli_env, submit_yaml, wait_for, write
 
 from jupyter_air.logs.query import query_logs
-from jupyter_air.workloads.capacity import GpuInventory
-from jupyter_air.workloads.jobs import submit
 from jupyter_air.workloads.paths import checkpoint_home
-from jupyter_air.workloads.spec_loading import load_spec
-from jupyter_air.workloads.store import JobStore
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EPOCHS, SAVE_EVERY = 1200, 400  # rank 0 saves at epochs 0, 400 and 800
@@ -35,23 +30,10 @@ FAULT = (
 
 @pytest.fixture
 def env(mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    import mlflow
-
     work = tmp_path / "work"
     work.mkdir()
     shutil.copy(FIXTURES / "ddp_snapshot_train.py", work / "train.py")
-    return SimpleNamespace(
-        store=JobStore.for_data_dir(data),
-        tmp=tmp_path,
-        work=work,
-        client=mlflow.MlflowClient(mlflow_server.url),
-    )
-
-
-def start(env, text: str):
-    spec = load_spec(text, base_dir=env.tmp)
-    return submit(spec, store=env.store, spec_yaml=text, inventory=GpuInventory([], "none"))
+    return cli_env(monkeypatch, tmp_path, mlflow_server, work=work)
 
 
 def lines(env, job_id: str, attempt: int, node: int = 0) -> list[str]:
@@ -65,7 +47,7 @@ def resumed_epochs(texts: list[str]) -> list[int]:
 def test_a_script_that_saves_in_its_working_folder_resumes_on_the_retry(env):
     """The attempts of a job run share one working copy on this machine: the snapshot a killed
     attempt saved there is where the retry finds it."""
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: resume-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU}\n"
@@ -87,7 +69,7 @@ def test_a_script_that_saves_in_its_working_folder_resumes_on_the_retry(env):
 def test_two_nodes_resume_from_the_checkpoint_folder_node_0_saved(env):
     """Only rank 0 (node 0) saves, in $JUPYTER_AIR_CHECKPOINT_DIR; the retry puts its snapshot
     on both nodes, so both ranks resume at the same epoch; the records say from what."""
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: ckpt-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU, num_nodes: 2}\n"
@@ -134,7 +116,7 @@ def test_max_restarts_lets_torchrun_restart_a_crashed_rank_within_the_attempt(en
     """Node 1's rank crashes in the first round: torchrun restarts the ranks of both nodes
     together (c10d rendezvous), the attempt succeeds, and its run records one restart."""
     write(env.work, "crash_once.py", CRASH_ONCE)
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: restarts-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU, num_nodes: 2}\n"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from import_support import assert_light_import
 
 WORKLOADS = [
     "artifacts",
@@ -42,15 +43,7 @@ MODULES = [
 @pytest.mark.parametrize("module", MODULES)
 def test_import_is_light(module):
     allowed = {"pydantic"} if module.endswith(".spec") else set()
-    code = (
-        f"import sys, threading; import {module}; "
-        "heavy = {m.split('.')[0] for m in sys.modules} & {'mlflow', 'torch', 'pydantic', 'ray'}; "
-        f"heavy -= {allowed!r}; "
-        "assert not heavy, heavy; "
-        "assert threading.active_count() == 1, threading.enumerate()"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert_light_import(f"import {module}", {"mlflow", "torch", "pydantic", "ray"} - allowed)
 
 
 def test_loading_the_extension_registers_the_magics_lazily():

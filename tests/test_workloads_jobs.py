@@ -9,40 +9,24 @@ import json
 import os
 import re
 import signal
-from types import SimpleNamespace
 
 import pytest
 from fake_nvml import FakeGpu, FakeNvml
-from workloads_support import PY, air_environment, alive, wait_for, wait_until, write
+from workloads_support import (
+    PY,
+    alive,
+    submit_yaml,
+    wait_for,
+    wait_until,
+    write,
+)
 
 from jupyter_air.logs.query import query_logs
 from jupyter_air.tracking.experiments import ExperimentError
-from jupyter_air.workloads.capacity import GpuInventory, gpu_inventory
-from jupyter_air.workloads.jobs import cancel, get_job, submit
+from jupyter_air.workloads.capacity import gpu_inventory
+from jupyter_air.workloads.jobs import cancel, get_job
 from jupyter_air.workloads.paths import job_dir
-from jupyter_air.workloads.spec_loading import load_spec
-from jupyter_air.workloads.store import JobStore
 from jupyter_air.workloads.supervisor import TAG_ATTEMPT, TAG_JOB
-
-
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    import mlflow
-
-    return SimpleNamespace(
-        store=JobStore.for_data_dir(data),
-        tmp=tmp_path,
-        client=mlflow.MlflowClient(mlflow_server.url),
-    )
-
-
-def start(env, text: str, inventory: GpuInventory | None = None):
-    spec = load_spec(text, base_dir=env.tmp)
-    return submit(
-        spec, store=env.store, spec_yaml=text, inventory=inventory or GpuInventory([], "none")
-    )
-
 
 FLAKY = """
 import json, os, sys, pathlib
@@ -67,7 +51,7 @@ def env_lines(store, job_id, attempt, node=0):
 def test_fails_twice_then_succeeds(env):
     write(env.tmp, "flaky.py", FLAKY)
     experiment = f"retries-{env.tmp.name}"
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: {experiment}\n"
         "mlflow_run_name: baseline\n"
@@ -121,7 +105,7 @@ def test_fails_twice_then_succeeds(env):
 
 def test_always_failing_fails_after_the_retries(env):
     write(env.tmp, "flaky.py", FLAKY)
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: fails-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU}\n"
@@ -138,7 +122,7 @@ def test_always_failing_fails_after_the_retries(env):
 
 def test_a_timeout_is_retried(env):
     write(env.tmp, "hang.py", "import time\nprint('started', flush=True)\ntime.sleep(120)\n")
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: timeout-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU}\n"
@@ -179,7 +163,7 @@ def test_two_nodes_rendezvous_with_torchrun_and_get_their_gpus(env):
     (env.tmp / "work").mkdir()
     write(env.tmp, "work/train.py", TWO_NODES)
     nvml = FakeNvml([FakeGpu(uuid="GPU-a"), FakeGpu(uuid="GPU-b")])  # 2 x A100
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: nodes-{env.tmp.name}\n"
         "compute: {num_accelerators: 1, accelerator_type: A100, num_nodes: 2}\n"
@@ -231,7 +215,7 @@ def test_ranks_that_share_a_node_s_output_each_print_whole_lines(env):
     still reaches the log whole, not cut by another rank's (a user's sitecustomize still runs)."""
     write(env.tmp, "ranks.py", SHARED_PIPE)
     write(env.tmp, "site/sitecustomize.py", "import os\nos.environ['SITE_HOOK'] = 'ran'\n")
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: pipe-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU}\n"
@@ -259,7 +243,7 @@ time.sleep(300)
 
 def test_cancel_leaves_no_process(env):
     write(env.tmp, "spawner.py", SPAWNER)
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: cancel-{env.tmp.name}\n"
         "compute: {accelerator_type: CPU, num_nodes: 2}\n"
@@ -288,7 +272,7 @@ def test_cancel_leaves_no_process(env):
 
 def test_a_supervisor_that_dies_fails_its_job(env):
     write(env.tmp, "spawner.py", SPAWNER)
-    job = start(
+    job = submit_yaml(
         env,
         f"experiment_name: dies-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
         f"command: {PY} spawner.py\n",
@@ -318,7 +302,7 @@ def test_artifact_location(env):
         f"experiment_name: {name}\ncompute: {{accelerator_type: CPU}}\n"
         f"command: {PY} ok.py\nmlflow_artifact_location: ./artifacts/here\n"
     )
-    job = wait_for(env.store, start(env, text).id)
+    job = wait_for(env.store, submit_yaml(env, text).id)
     assert job.status == "SUCCEEDED"
     experiment = env.client.get_experiment_by_name(name)
     assert experiment.artifact_location.endswith(str(env.tmp / "artifacts" / "here"))
@@ -327,5 +311,5 @@ def test_artifact_location(env):
 
     before = env.store.count_jobs()
     with pytest.raises(ExperimentError, match="already exists with artifact location"):
-        start(env, text.replace("./artifacts/here", "./artifacts/elsewhere"))
+        submit_yaml(env, text.replace("./artifacts/here", "./artifacts/elsewhere"))
     assert env.store.count_jobs() == before  # nothing created

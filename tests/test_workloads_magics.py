@@ -11,7 +11,7 @@ import time
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
+from kernel_support import running_kernel
 from nbclient import NotebookClient
 from workloads_support import PY, air_environment, alive, wait_until, write
 
@@ -131,12 +131,7 @@ def test_air_run_in_a_notebook(kernel_env):
 
 def test_interrupting_the_cell_cancels_the_job(kernel_env):
     store, tmp = kernel_env
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(cwd=str(tmp))
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
+    with running_kernel(tmp, timeout=60) as (km, kc):
         kc.execute_interactive("%load_ext jupyter_air", timeout=60)
         msg_id = kc.execute(
             "%%air_run --experiment interrupt\n"
@@ -164,9 +159,6 @@ def test_interrupting_the_cell_cancels_the_job(kernel_env):
                 error = msg["content"]
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 break
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     assert error is not None and error["ename"] == "WorkloadCancelled"
     assert "CANCELLED (interrupted)" in error["evalue"]
     ended = store.get_job(job.id)

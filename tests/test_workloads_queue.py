@@ -6,13 +6,11 @@ place; ``follow`` telling the place. On a real Ray cluster: test_workloads_ray_q
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 
 import pytest
 from fake_nvml import FakeGpu, FakeNvml
-from test_workloads_jobs import start
 from test_workloads_store import new_job
-from workloads_support import PY, air_environment, wait_for, wait_until, write
+from workloads_support import PY, submit_yaml, wait_for, wait_until, write
 
 from jupyter_air.backends.agent import GroupAgent
 from jupyter_air.backends.base import GroupLaunch, NodeInfo, NodeState, QueueTimeout, Waiter
@@ -231,12 +229,6 @@ while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
 """
 
 
-@pytest.fixture
-def env(mlflow_server, monkeypatch, tmp_path):
-    data = air_environment(monkeypatch, tmp_path, mlflow_server.url)
-    return SimpleNamespace(store=JobStore.for_data_dir(data), tmp=tmp_path)
-
-
 def test_on_one_machine_a_job_run_waits_for_gpus_other_job_runs_hold(env):
     (env.tmp / "work").mkdir()
     write(env.tmp, "work/hold.py", HOLD)
@@ -249,7 +241,7 @@ def test_on_one_machine_a_job_run_waits_for_gpus_other_job_runs_hold(env):
         text = (f"experiment_name: local-queue-{env.tmp.name}\nmlflow_run_name: {name}\n"
                 f"compute: {{{kind}}}\nworking_dir: work\n{more}"
                 f"command: {PY} hold.py {env.tmp / ('release-' + name)}\n")  # fmt: skip
-        return start(env, text, inventory).id
+        return submit_yaml(env, text, inventory).id
 
     def lines(job_id: str) -> list[str]:
         return [line.text for line in query_logs(env.store, job_id).lines]

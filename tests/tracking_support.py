@@ -76,6 +76,15 @@ def execute_notebook(nb: Any, path: Path, connection_file: Path) -> None:
     nbformat.write(nb, path)
 
 
+def streams(cell: Any, name: str | None = None) -> str:
+    """The text an executed cell printed: on stream ``name`` (``stdout``, ``stderr``) or both."""
+    return "".join(
+        o.text
+        for o in cell.outputs
+        if o.output_type == "stream" and (name is None or o.name == name)
+    )
+
+
 def reset_fluent() -> None:
     """End runs left active and forget the active experiment (MLflow keeps both per process)."""
     fluent = sys.modules.get("mlflow.tracking.fluent")

@@ -62,6 +62,19 @@ def cli_env(monkeypatch, tmp_path: Path, mlflow_server, **more: Any) -> SimpleNa
     )
 
 
+def submit_yaml(env: SimpleNamespace, text: str, inventory: Any = None) -> JobRun:
+    """Submit the workload ``text`` (YAML; paths relative to ``env.tmp``) to ``env.store``, on a
+    machine with no GPUs unless ``inventory`` (a ``GpuInventory``) says otherwise."""
+    from jupyter_air.workloads.capacity import GpuInventory
+    from jupyter_air.workloads.jobs import submit
+    from jupyter_air.workloads.spec_loading import load_spec
+
+    spec = load_spec(text, base_dir=env.tmp)
+    return submit(
+        spec, store=env.store, spec_yaml=text, inventory=inventory or GpuInventory([], "none")
+    )
+
+
 def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)

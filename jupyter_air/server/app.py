@@ -147,16 +147,11 @@ class JupyterAir(ExtensionApp):
     def _default_data_dir(self) -> str:
         return str(air_data_dir(follow_servers=False))
 
-    @validate("gpu_poll_interval")
-    def _valid_interval(self, proposal: dict) -> float:
+    @validate("gpu_poll_interval", "gpu_history", "agent_lost_after")
+    def _valid_seconds(self, proposal: dict) -> float:
         if proposal["value"] <= 0:
-            raise TraitError("JupyterAir.gpu_poll_interval must be a positive number of seconds")
-        return proposal["value"]
-
-    @validate("gpu_history")
-    def _valid_history(self, proposal: dict) -> float:
-        if proposal["value"] <= 0:
-            raise TraitError("JupyterAir.gpu_history must be a positive number of seconds")
+            name = proposal["trait"].name
+            raise TraitError(f"JupyterAir.{name} must be a positive number of seconds")
         return proposal["value"]
 
     @validate("log_retention_days")
@@ -172,12 +167,6 @@ class JupyterAir(ExtensionApp):
                 f"JupyterAir.node_name={proposal['value']!r}: use letters, digits, '.', '_' and "
                 "'-' (up to 128, starting with a letter or digit)"
             )
-        return proposal["value"]
-
-    @validate("agent_lost_after")
-    def _valid_lost_after(self, proposal: dict) -> float:
-        if proposal["value"] <= 0:
-            raise TraitError("JupyterAir.agent_lost_after must be a positive number of seconds")
         return proposal["value"]
 
     @validate("telemetry_ingest_max_bytes")

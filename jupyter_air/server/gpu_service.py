@@ -10,13 +10,13 @@ from pre-encoded samples and compressed off the event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gzip
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..tasks import cancel_and_wait
 from ..telemetry import History, Hold, PollLoop, Sampler, create_backend
 from ..telemetry.agent_tokens import AgentTokens
 from ..telemetry.hold_files import live_holds
@@ -109,10 +109,7 @@ class GpuService:
 
     async def stop(self) -> None:
         watcher, self._hold_watcher = self._hold_watcher, None
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+        await cancel_and_wait(watcher)
         await self.poll_loop.stop()
 
     # requests ----------------------------------------------------------------------------

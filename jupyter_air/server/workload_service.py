@@ -15,7 +15,6 @@ default executor, so slow workload calls cannot hold up other endpoints, nor the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import time
@@ -23,6 +22,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from ..api.logs import LogPage
@@ -358,8 +359,5 @@ class WorkloadService:
         for name in ("_purger", "_watcher", "_scheduling"):
             task = getattr(self, name)
             setattr(self, name, None)
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(task)
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from ..repeating import Repeating
 from .rest import Metric, RestClient, client_for
 
 log = logging.getLogger(__name__)
@@ -100,9 +101,8 @@ class SystemMetrics:
         network = psutil.net_io_counters()
         self._network_start = (network.bytes_recv, network.bytes_sent) if network else (0, 0)
         psutil.cpu_percent()  # the first call only starts psutil's count
-        self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, name="jupyter-air-metrics", daemon=True)
+        self._sampling = Repeating(self._sample_and_publish, interval_s, "jupyter-air-metrics")
         self._finished = False
 
     @property
@@ -110,17 +110,17 @@ class SystemMetrics:
         return f"cpu, memory, disk, network; {self.gpu_note}"
 
     def start(self) -> SystemMetrics:
-        self._thread.start()
+        self._sampling.start()
         return self
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.sample()
-            try:
-                self.publish()
-            except Exception as error:  # the run may be gone: sampling stops, the job goes on
-                log.warning("jupyter-air: system metrics of run %s stop: %s", self.run_id, error)
-                return
+    def _sample_and_publish(self) -> bool:
+        self.sample()
+        try:
+            self.publish()
+        except Exception as error:  # the run may be gone: sampling stops, the job goes on
+            log.warning("jupyter-air: system metrics of run %s stop: %s", self.run_id, error)
+            return False
+        return True
 
     def sample(self) -> None:
         psutil, into = self._psutil, self._samples
@@ -162,9 +162,7 @@ class SystemMetrics:
         if self._finished:
             return
         self._finished = True
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=self.interval_s + 30)
+        self._sampling.stop(timeout_s=self.interval_s + 30)
         try:
             if self.step == 0 and not self._samples:  # shorter than one interval
                 self.sample()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import LOG_UPLOAD_INTERVAL_S
+from ..repeating import Repeating
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,9 @@ class LogUploader:
         self.interval_s = interval_s or upload_interval()
         self.uploaded: dict[int, int] = {}
         self.last_error: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="jupyter-air-logs", daemon=True)
+        self._uploads = Repeating(
+            lambda: self.upload(final=False), self.interval_s, "jupyter-air-logs"
+        )
         self._lock = threading.Lock()
 
     @property
@@ -52,17 +54,12 @@ class LogUploader:
         return f"logs/attempt_{self.attempt}"
 
     def start(self) -> LogUploader:
-        self._thread.start()
+        self._uploads.start()
         return self
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.upload(final=False)
 
     def finish(self) -> None:
         """Stop the periodic uploads and upload every file as it ends."""
-        self._stop.set()
-        self._thread.join(timeout=60)
+        self._uploads.stop(timeout_s=60)
         self.upload(final=True)
 
     def upload(self, *, final: bool) -> None:

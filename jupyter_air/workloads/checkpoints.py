@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from ..config import CHECKPOINT_MAX_GB
 from ..files import copy_atomic, scan_folder, write_json
+from ..repeating import Repeating
 
 log = logging.getLogger("jupyter_air.workloads.checkpoints")
 
@@ -208,8 +209,7 @@ class CheckpointSync:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._scans = Repeating(self._scan_logged, self.scan_s, "air-checkpoints")
 
     # before ------------------------------------------------------------------------------------
     def restore(self, attempt: int, folders: Mapping[int, NodeFolder]) -> dict[str, Any] | None:
@@ -241,17 +241,14 @@ class CheckpointSync:
 
     # while -------------------------------------------------------------------------------------
     def start(self) -> CheckpointSync:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="air-checkpoints", daemon=True)
-        self._thread.start()
+        self._scans.start()
         return self
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.scan_s):
-            try:
-                self.scan()
-            except Exception:
-                log.exception("bringing checkpoints home")
+    def _scan_logged(self) -> None:
+        try:
+            self.scan()
+        except Exception:
+            log.exception("bringing checkpoints home")
 
     def scan(self, *, final: bool = False) -> None:
         """Bring home what changed on the nodes: what stopped changing since the last scan, and
@@ -313,10 +310,7 @@ class CheckpointSync:
     # after -------------------------------------------------------------------------------------
     def finish(self) -> dict[str, Any]:
         """Stop the scans, bring home what is left; what this attempt saved."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
-            self._thread = None
+        self._scans.stop(timeout_s=60)
         self.scan(final=True)
         return dict(self.saved)
 

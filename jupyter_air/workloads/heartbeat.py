@@ -12,9 +12,9 @@ commands (``jobs.refresh``), which look at the processes.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
+from ..repeating import Repeating
 from .store import TERMINAL, JobRun, JobStore
 
 log = logging.getLogger(__name__)
@@ -49,13 +49,11 @@ class Heartbeat:
         self.store = store
         self.job_id = job_id
         self.every_s = every_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._beats = Repeating(self.beat, every_s, "air-heartbeat")
 
     def start(self) -> Heartbeat:
         self.beat()
-        self._thread = threading.Thread(target=self._run, name="air-heartbeat", daemon=True)
-        self._thread.start()
+        self._beats.start()
         return self
 
     def beat(self) -> None:
@@ -64,12 +62,5 @@ class Heartbeat:
         except Exception as error:  # a busy store: the next beat will do
             log.warning("heartbeat of job run %s not written: %s", self.job_id, error)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.beat()
-
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.every_s + 5)
-            self._thread = None
+        self._beats.stop(timeout_s=self.every_s + 5)

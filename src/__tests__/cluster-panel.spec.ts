@@ -15,7 +15,15 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance, shown } from './helpers';
+import {
+  HOSTILE,
+  advance,
+  choose,
+  click,
+  finders,
+  optionLabels,
+  shown
+} from './helpers';
 
 /** An agent node's overview row whose GPU 1 has a health flag. */
 function flaggedNode(name: string): INodeRow {
@@ -38,10 +46,7 @@ describe('GpuPanel across nodes', () => {
   let panel: GpuPanel;
   let executed: { id: string; args: unknown }[];
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const all = (selector: string) =>
-    Array.from(panel.node.querySelectorAll<HTMLElement>(selector));
+  const { q, all } = finders(() => panel.node);
   const nodeBody = (name: string) =>
     q(`.jp-air-gpu-ov-node[data-node="${name}"]`);
   const shownNodes = () =>
@@ -70,12 +75,14 @@ describe('GpuPanel across nodes', () => {
     renderer = new FakeRenderer();
     model = new GpuModel(server.options);
     executed = [];
-    panel = new GpuPanel({
-      model,
-      renderer,
-      linker,
-      scheduleFrame: callback => callback()
-    });
+    await attach({ renderer, linker, scheduleFrame: callback => callback() });
+  }
+
+  /** A panel on `model` (and `options`) on the page, once its first answers are in. */
+  async function attach(
+    options: Omit<GpuPanel.IOptions, 'model'> = {}
+  ): Promise<void> {
+    panel = new GpuPanel({ model, ...options });
     Widget.attach(panel, document.body);
     await advance(0);
   }
@@ -255,7 +262,7 @@ describe('GpuPanel across nodes', () => {
     // the node selector lists every node, this one selected
     const select = q<HTMLSelectElement>('.jp-air-gpu-node-select');
     expect(shown(select)).toBe(true);
-    expect(Array.from(select.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(select)).toEqual([
       'All nodes (3)',
       'gpu-b',
       'gpu-c',
@@ -271,9 +278,7 @@ describe('GpuPanel across nodes', () => {
     });
 
     // another node from the selector: its history afresh
-    select.value = 'gpu-b';
-    select.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(select, 'gpu-b');
     expect(server.calls[2]).toEqual({
       since: null,
       refresh: false,
@@ -317,9 +322,7 @@ describe('GpuPanel across nodes', () => {
     model = new GpuModel(server.options);
     let restore: (node: string | null) => void = () => undefined;
     model.restoreNode(new Promise(resolve => (restore = resolve)));
-    panel = new GpuPanel({ model, renderer: new FakeRenderer() });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach({ renderer: new FakeRenderer() });
     expect(server.overviewCalls).toHaveLength(0);
     expect(server.calls).toHaveLength(0);
     restore('gpu-b');
@@ -336,9 +339,7 @@ describe('GpuPanel across nodes', () => {
     server = new FakeServer();
     model = new GpuModel(server.options);
     model.restoreNode(Promise.resolve('gone-node'));
-    panel = new GpuPanel({ model, renderer: new FakeRenderer() });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach({ renderer: new FakeRenderer() });
     expect(q('.jp-air-gpu-error').textContent).toContain(
       "No telemetry from node 'gone-node'"
     );
@@ -416,9 +417,7 @@ describe('GpuPanel across nodes', () => {
       ]
     };
     model = new GpuModel(server.options);
-    panel = new GpuPanel({ model });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach();
     const card0 = q('.jp-air-gpu-card[data-gpu-index="0"]');
     const lines = Array.from(
       card0.querySelectorAll('.jp-air-gpu-health-label')
@@ -481,9 +480,7 @@ describe('GpuPanel across nodes', () => {
       ])
     );
     model = new GpuModel(server.options);
-    panel = new GpuPanel({ model });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach();
     const texts = all('.jp-air-gpu-card .jp-air-gpu-flag').map(
       li => li.textContent
     );
@@ -533,9 +530,7 @@ describe('GpuPanel across nodes', () => {
     );
     model = new GpuModel(server.options);
     executed = [];
-    panel = new GpuPanel({ model, linker });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach({ linker });
     const row = (pid: number) =>
       q(`.jp-air-gpu-process[data-pid="${pid}"] .jp-air-gpu-process-run`);
     const rank = row(11);
@@ -554,7 +549,7 @@ describe('GpuPanel across nodes', () => {
         .textContent
     ).toBe('llm.ipynb');
     // a plain click opens the run in the MLflow tab
-    run.dispatchEvent(new MouseEvent('click', { bubbles: true, button: 0 }));
+    expect(click(run)).toBe(true);
     expect(executed).toEqual([
       {
         id: CommandIDs.openMlflow,
@@ -562,13 +557,7 @@ describe('GpuPanel across nodes', () => {
       }
     ]);
     // a middle click is left to the browser (a new tab on the href)
-    const middle = new MouseEvent('click', {
-      bubbles: true,
-      cancelable: true,
-      button: 1
-    });
-    run.dispatchEvent(middle);
-    expect(middle.defaultPrevented).toBe(false);
+    expect(click(run, { button: 1 })).toBe(false);
     expect(executed).toHaveLength(1);
 
     const workload = row(12);
@@ -622,9 +611,7 @@ describe('GpuPanel across nodes', () => {
     model.dispose();
     panel.dispose();
     model = new GpuModel(server.options);
-    panel = new GpuPanel({ model });
-    Widget.attach(panel, document.body);
-    await advance(0);
+    await attach();
     const cell = q('.jp-air-gpu-process-run');
     expect(cell.querySelector('a')).toBeNull();
     expect(cell.textContent).toContain(`run ${HOSTILE.slice(0, 8)}`);

@@ -8,10 +8,11 @@ import {
 import { nestRuns } from '../experiments/tree';
 import { runsQueryString } from '../mlflow/api';
 import { MlflowStatusStore } from '../mlflow/status';
-import { advance } from './helpers';
+import { advance, expectNextCallAfter } from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
+  mlflowDownPayload,
   run,
   runsPayload,
   status
@@ -73,6 +74,14 @@ describe('ExperimentsModel', () => {
     store = new MlflowStatusStore({ fetch: async () => status() });
     model = server.model({ store });
   });
+  const calls = () => server.calls.length;
+
+  /** The model started on notebook `a.ipynb`, once its first answer is in. */
+  async function startOnNotebook(): Promise<void> {
+    model.setNotebook('a.ipynb');
+    model.start();
+    await advance(0);
+  }
 
   afterEach(() => {
     model.dispose();
@@ -88,9 +97,7 @@ describe('ExperimentsModel', () => {
   });
 
   it("asks for the active notebook's runs and follows notebook switches", async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(server.calls).toEqual([{ notebook: 'a.ipynb', limit: 100 }]);
     expect(model.state).toBe('runs');
     expect(model.experimentName).toBe('/Users/ada/a.ipynb');
@@ -133,30 +140,21 @@ describe('ExperimentsModel', () => {
           })
         ]
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.hasRunning).toBe(true);
     expect(model.nextDelay()).toBe(RUNNING_POLL_MS);
-    await advance(RUNNING_POLL_MS - 1);
     expect(server.calls).toHaveLength(1);
-    await advance(1);
-    expect(server.calls).toHaveLength(2);
+    await expectNextCallAfter(calls, RUNNING_POLL_MS);
     running = false;
     await advance(RUNNING_POLL_MS);
     expect(server.calls).toHaveLength(3);
     expect(model.hasRunning).toBe(false);
     expect(model.nextDelay()).toBe(IDLE_POLL_MS);
-    await advance(IDLE_POLL_MS - 1);
-    expect(server.calls).toHaveLength(3);
-    await advance(1);
-    expect(server.calls).toHaveLength(4);
+    await expectNextCallAfter(calls, IDLE_POLL_MS);
   });
 
   it('sends nothing while hidden, and asks at once when shown again', async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     model.stop();
     await advance(5 * IDLE_POLL_MS);
     model.setNotebook('b.ipynb'); // a switch while hidden does not ask either
@@ -175,13 +173,8 @@ describe('ExperimentsModel', () => {
 
   it('says MLflow is starting and asks every 2 s', async () => {
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'starting', elapsed_s: 7 }),
-        runs: []
-      });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+      mlflowDownPayload({ state: 'starting', elapsed_s: 7 });
+    await startOnNotebook();
     expect(model.state).toBe('starting');
     expect(model.nextDelay()).toBe(STARTING_POLL_MS);
     await advance(STARTING_POLL_MS);
@@ -190,39 +183,25 @@ describe('ExperimentsModel', () => {
 
   it('says MLflow is unreachable', async () => {
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'failed', error: 'Connection refused' }),
-        runs: []
-      });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+      mlflowDownPayload({ state: 'failed', error: 'Connection refused' });
+    await startOnNotebook();
     expect(model.state).toBe('unreachable');
     server.answer = () =>
-      runsPayload({
-        mlflow: status({
-          state: 'external',
-          error: 'timed out',
-          tracking_uri: 'http://mlflow:5000'
-        }),
-        runs: []
+      mlflowDownPayload({
+        state: 'external',
+        error: 'timed out',
+        tracking_uri: 'http://mlflow:5000'
       });
     await model.refresh();
     expect(model.state).toBe('unreachable');
   });
 
   it('says a stopped MLflow is unreachable, and disabled is disabled', async () => {
-    server.answer = () =>
-      runsPayload({ mlflow: status({ state: 'stopped' }), runs: [] });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    server.answer = () => mlflowDownPayload({ state: 'stopped' });
+    await startOnNotebook();
     expect(model.state).toBe('unreachable');
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'disabled', error: 'MLflow is turned off' }),
-        runs: []
-      });
+      mlflowDownPayload({ state: 'disabled', error: 'MLflow is turned off' });
     await model.refresh();
     expect(model.state).toBe('disabled');
   });
@@ -235,9 +214,7 @@ describe('ExperimentsModel', () => {
         experiment_name: null,
         runs: []
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     model.selectExperiment('2');
     await advance(0);
     expect(model.state).toBe('starting');
@@ -246,9 +223,7 @@ describe('ExperimentsModel', () => {
 
   it('says when there are no runs yet, and when the API fails', async () => {
     server.answer = () => runsPayload({ experiment: null, runs: [] });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.state).toBe('empty');
     expect(model.experimentName).toBe('/Users/ada/llm.ipynb');
 
@@ -273,9 +248,7 @@ describe('ExperimentsModel', () => {
             query.status === 'IGNORED'
         )
       });
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(model.runs.map(r => r.run_id)).toEqual(['r1', 'r2', 'r3']);
     model.setFilter('FAILED');
     // at once, from the runs already here
@@ -292,9 +265,7 @@ describe('ExperimentsModel', () => {
   });
 
   it('switches to another experiment and back', async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     expect(server.experimentCalls).toBe(1);
     expect(model.experiments.map(e => e.name)).toEqual([
       '/Users/ada/llm.ipynb',
@@ -363,9 +334,7 @@ describe('ExperimentsModel', () => {
   });
 
   it('stops everything when disposed', async () => {
-    model.setNotebook('a.ipynb');
-    model.start();
-    await advance(0);
+    await startOnNotebook();
     model.dispose();
     await advance(5 * IDLE_POLL_MS);
     expect(server.calls).toHaveLength(1);

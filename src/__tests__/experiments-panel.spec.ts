@@ -3,13 +3,22 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { ExperimentsModel } from '../experiments/model';
 import { ExperimentsPanel } from '../experiments/panel';
-import { HOSTILE, advance, recordingCommands } from './helpers';
+import {
+  HOSTILE,
+  advance,
+  choose,
+  click,
+  expectQuietWhileHidden,
+  finders,
+  optionLabels,
+  recordingCommands
+} from './helpers';
 import {
   FakeRunsServer,
   T0_MS,
+  mlflowDownPayload,
   run,
-  runsPayload,
-  status
+  runsPayload
 } from './mlflow-fixtures';
 
 describe('ExperimentsPanel', () => {
@@ -18,9 +27,7 @@ describe('ExperimentsPanel', () => {
   let panel: ExperimentsPanel;
   let calls: [string, any][];
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, text } = finders(() => panel.node);
   const rowIds = (container: Element = q('.jp-air-exp-runs')) =>
     Array.from(container.children).map(li => (li as HTMLElement).dataset.runId);
   const row = (id: string) => q(`.jp-air-exp-run[data-run-id="${id}"]`);
@@ -138,17 +145,9 @@ describe('ExperimentsPanel', () => {
     const name = row('r1').querySelector<HTMLAnchorElement>(
       '.jp-air-exp-run-name'
     )!;
-    const plain = new MouseEvent('click', { bubbles: true, cancelable: true });
-    name.dispatchEvent(plain);
-    expect(plain.defaultPrevented).toBe(true);
+    expect(click(name)).toBe(true);
     expect(calls).toHaveLength(2);
-    const ctrl = new MouseEvent('click', {
-      bubbles: true,
-      cancelable: true,
-      ctrlKey: true
-    });
-    name.dispatchEvent(ctrl);
-    expect(ctrl.defaultPrevented).toBe(false);
+    expect(click(name, { ctrlKey: true })).toBe(false);
     expect(calls).toHaveLength(2);
     // keyboard
     row('r1')
@@ -185,7 +184,7 @@ describe('ExperimentsPanel', () => {
       });
     await open();
     const filter = q<HTMLSelectElement>('.jp-air-exp-filter');
-    expect(Array.from(filter.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(filter)).toEqual([
       'All',
       'Running',
       'Finished',
@@ -197,9 +196,7 @@ describe('ExperimentsPanel', () => {
     expect(rowIds()).toEqual(['r3']);
     await advance(0);
     expect(server.calls[1].status).toBe('KILLED');
-    filter.value = 'FAILED';
-    filter.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(filter, 'FAILED');
     expect(text('.jp-air-exp-message')).toBe(
       'No failed runs in /Users/ada/llm.ipynb'
     );
@@ -207,21 +204,15 @@ describe('ExperimentsPanel', () => {
 
   it('shows the starting, unreachable and no-runs states', async () => {
     server.answer = () =>
-      runsPayload({
-        mlflow: status({ state: 'starting', elapsed_s: 12.4 }),
-        runs: []
-      });
+      mlflowDownPayload({ state: 'starting', elapsed_s: 12.4 });
     await open();
     expect(text('.jp-air-exp-message')).toBe('MLflow is starting (12 s)…');
 
     server.answer = () =>
-      runsPayload({
-        mlflow: status({
-          state: 'failed',
-          tracking_uri: 'http://127.0.0.1:5123',
-          error: 'Connection refused'
-        }),
-        runs: []
+      mlflowDownPayload({
+        state: 'failed',
+        tracking_uri: 'http://127.0.0.1:5123',
+        error: 'Connection refused'
       });
     await advance(2000);
     expect(text('.jp-air-exp-message')).toBe(
@@ -254,15 +245,13 @@ describe('ExperimentsPanel', () => {
   it('switches to another experiment and back', async () => {
     await open();
     const picker = q<HTMLSelectElement>('.jp-air-exp-select');
-    expect(Array.from(picker.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(picker)).toEqual([
       "This notebook's experiment",
       '/Users/ada/llm.ipynb',
       'baseline'
     ]);
     expect(q('.jp-air-exp-back').hidden).toBe(true);
-    picker.value = '2';
-    picker.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(picker, '2');
     expect(server.calls[1]).toEqual({ experiment_id: '2', limit: 100 });
     expect(text('.jp-air-exp-name')).toBe('exp-2');
     expect(text('.jp-air-exp-source')).toBe('Picked experiment');
@@ -345,12 +334,7 @@ describe('ExperimentsPanel', () => {
   it('polls only while shown', async () => {
     await open();
     expect(server.calls).toHaveLength(1);
-    panel.hide();
-    await advance(120_000);
-    expect(server.calls).toHaveLength(1);
-    panel.show();
-    await advance(0);
-    expect(server.calls).toHaveLength(2);
+    await expectQuietWhileHidden(panel, () => server.calls.length, 120_000);
     await advance(30_000);
     expect(server.calls).toHaveLength(3);
   });

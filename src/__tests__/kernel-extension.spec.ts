@@ -43,6 +43,28 @@ class FakeContext {
 
 const flush = () => new Promise(resolve => setTimeout(resolve, 0));
 
+/** A notebook (`context`) watched by `loader`, `kernel` its kernel. */
+function watched<C extends FakeContext>(
+  loader: KernelExtensionLoader,
+  kernel: FakeKernel,
+  context: C = new FakeContext() as C
+): C {
+  loader.watch(context as any);
+  context.setKernel(kernel);
+  return context;
+}
+
+/** The notebook's kernel goes through `statuses`, and what they start settles. */
+async function goThrough(
+  context: FakeContext,
+  ...statuses: string[]
+): Promise<void> {
+  for (const status of statuses) {
+    context.status(status);
+  }
+  await flush();
+}
+
 describe('KernelExtensionLoader', () => {
   it('queues the load as soon as the notebook has its kernel, before any cell', async () => {
     const loader = new KernelExtensionLoader(
@@ -56,23 +78,15 @@ describe('KernelExtensionLoader', () => {
     context.setKernel(kernel);
     // synchronously: nothing the user runs afterwards can get ahead of it
     expect(kernel.executed).toHaveLength(1);
-    context.status('idle');
-    context.status('busy');
-    context.status('idle');
-    await flush();
+    await goThrough(context, 'idle', 'busy', 'idle');
     expect(kernel.executed).toHaveLength(1);
   });
 
   it('asks the kernel for its language when the spec is unknown, once', async () => {
     const loader = new KernelExtensionLoader();
-    const context = new FakeContext();
-    loader.watch(context as any);
     const kernel = new FakeKernel('k1');
-    context.setKernel(kernel);
-    context.status('idle');
-    context.status('busy');
-    context.status('idle');
-    await flush();
+    const context = watched(loader, kernel);
+    await goThrough(context, 'idle', 'busy', 'idle');
     expect(kernel.executed).toHaveLength(1);
     expect(kernel.executed[0]).toMatchObject({
       code: LOAD_CODE,
@@ -86,16 +100,12 @@ describe('KernelExtensionLoader', () => {
 
   it('loads it again after a restart and into a new kernel', async () => {
     const loader = new KernelExtensionLoader();
-    const context = new FakeContext();
-    loader.watch(context as any);
     const kernel = new FakeKernel('k1');
-    context.setKernel(kernel);
+    const context = watched(loader, kernel);
     await flush();
     expect(kernel.executed).toHaveLength(1);
 
-    context.status('restarting');
-    context.status('idle');
-    await flush();
+    await goThrough(context, 'restarting', 'idle');
     expect(kernel.executed).toHaveLength(2);
 
     const other = new FakeKernel('k2');
@@ -117,29 +127,21 @@ describe('KernelExtensionLoader', () => {
     await flush();
     expect(julia.executed).toHaveLength(0);
     const loader = byKernel;
-    const context = new FakeContext();
-    loader.watch(context as any);
     const kernel = new FakeKernel('r1', 'R');
-    context.setKernel(kernel);
-    context.status('idle');
-    await flush();
+    const context = watched(loader, kernel);
+    await goThrough(context, 'idle');
     expect(kernel.executed).toHaveLength(0);
   });
 
   it('does nothing when turned off in the settings', async () => {
     let enabled = false;
     const loader = new KernelExtensionLoader(() => enabled);
-    const context = new FakeContext();
-    loader.watch(context as any);
     const kernel = new FakeKernel('k1');
-    context.setKernel(kernel);
-    context.status('idle');
-    await flush();
+    const context = watched(loader, kernel);
+    await goThrough(context, 'idle');
     expect(kernel.executed).toHaveLength(0);
     enabled = true;
-    context.status('restarting');
-    context.status('idle');
-    await flush();
+    await goThrough(context, 'restarting', 'idle');
     expect(kernel.executed).toHaveLength(1);
   });
 
@@ -151,8 +153,7 @@ describe('KernelExtensionLoader', () => {
     expect(watching.isDisposed).toBe(true);
     const kernel = new FakeKernel('k1');
     context.setKernel(kernel);
-    context.status('idle');
-    await flush();
+    await goThrough(context, 'idle');
     expect(kernel.executed).toHaveLength(0);
   });
 });
@@ -173,10 +174,8 @@ describe('the notebook path the kernel knows', () => {
       () => true,
       () => true
     );
-    const context = new FakeNotebookContext();
-    loader.watch(context as any);
     const kernel = new FakeKernel('k1');
-    context.setKernel(kernel);
+    const context = watched(loader, kernel, new FakeNotebookContext());
     await flush();
     expect(kernel.executed[0].code).toBe(
       `${LOAD_CODE}\n${pathCode('exp/train.ipynb')}`
@@ -200,10 +199,8 @@ describe('the notebook path the kernel knows', () => {
       () => true,
       () => false
     );
-    const context = new FakeNotebookContext();
-    loader.watch(context as any);
     const kernel = new FakeKernel('k1', 'r');
-    context.setKernel(kernel);
+    const context = watched(loader, kernel, new FakeNotebookContext());
     await flush();
     context.rename('other.ipynb');
     await flush();

@@ -1,7 +1,7 @@
 import { APIError } from '../api';
 import { defaultFilters, logsQueryString } from '../logs/api';
 import { LogsModel } from '../logs/model';
-import { advance } from './helpers';
+import { advance, expectNoCallFor } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
 
 describe('logs API', () => {
@@ -50,6 +50,22 @@ describe('LogsModel', () => {
     });
   }
 
+  /** A running job run's server with `lines` lines written so far. */
+  function runningServer(lines?: number): FakeLogsServer {
+    const running = new FakeLogsServer(lines);
+    running.status = 'RUNNING';
+    return running;
+  }
+
+  /** The model of `server`'s job run, started, once its first answers are in. */
+  async function startModel(): Promise<void> {
+    model = create();
+    model.start();
+    await advance(0);
+  }
+
+  const calls = () => server.calls.length;
+
   beforeEach(() => {
     jest.useFakeTimers({ now: T0_S * 1000 });
   });
@@ -97,9 +113,7 @@ describe('LogsModel', () => {
 
   it('keeps at most maxLines, dropping the newest when loading older ones', async () => {
     server = new FakeLogsServer(1000);
-    model = create();
-    model.start();
-    await advance(0);
+    await startModel();
     for (let i = 0; i < 4; i++) {
       await model.loadOlder();
     }
@@ -120,11 +134,8 @@ describe('LogsModel', () => {
   });
 
   it('follows a running job with long-polls, until it ends', async () => {
-    server = new FakeLogsServer(10);
-    server.status = 'RUNNING';
-    model = create();
-    model.start();
-    await advance(0);
+    server = runningServer(10);
+    await startModel();
     expect(model.live).toBe(true);
     expect(model.following).toBe(true);
     expect(server.calls[1].cursor).toEqual({
@@ -147,17 +158,12 @@ describe('LogsModel', () => {
     expect(model.complete).toBe(true);
     expect(model.following).toBe(false);
     expect(model.jobStatus).toBe('SUCCEEDED');
-    const count = server.calls.length;
-    await advance(60_000);
-    expect(server.calls).toHaveLength(count);
+    await expectNoCallFor(calls, 60_000);
   });
 
   it('stops following while hidden or paused, and resumes from where it was', async () => {
-    server = new FakeLogsServer(5);
-    server.status = 'RUNNING';
-    model = create();
-    model.start();
-    await advance(0);
+    server = runningServer(5);
+    await startModel();
     const poll = server.calls[1];
     expect(poll.signal?.aborted).toBe(false);
 
@@ -193,11 +199,8 @@ describe('LogsModel', () => {
   });
 
   it('drops the oldest lines while following past maxLines', async () => {
-    server = new FakeLogsServer(250);
-    server.status = 'RUNNING';
-    model = create();
-    model.start();
-    await advance(0);
+    server = runningServer(250);
+    await startModel();
     expect(model.lines).toHaveLength(100);
     server.write(Array.from({ length: 250 }, (_, i) => `new ${i}`));
     // three pages: the long-poll held answers, then each next one goes out on the poll's
@@ -215,8 +218,7 @@ describe('LogsModel', () => {
   });
 
   it('reads again from the tail when a filter changes', async () => {
-    server = new FakeLogsServer();
-    server.status = 'RUNNING';
+    server = runningServer();
     for (let i = 0; i < 50; i++) {
       server.lines.push({
         ...server.lines[0],
@@ -231,9 +233,7 @@ describe('LogsModel', () => {
         }
       });
     }
-    model = create();
-    model.start();
-    await advance(0);
+    await startModel();
     const poll = server.calls[1];
     const resets: number[] = [];
     model.changed.connect((_, change) => {
@@ -277,12 +277,9 @@ describe('LogsModel', () => {
   });
 
   it('stops on a 403 and keeps the server message', async () => {
-    server = new FakeLogsServer(10);
-    server.status = 'RUNNING';
+    server = runningServer(10);
     server.error = FakeLogsServer.forbidden();
-    model = create();
-    model.start();
-    await advance(0);
+    await startModel();
     expect(model.state).toBe('forbidden');
     expect(model.error).toBe(
       "You don't have access to these logs. Ask your administrator for the air-logs permission."
@@ -294,9 +291,7 @@ describe('LogsModel', () => {
   it('says when the logs were purged', async () => {
     server = new FakeLogsServer(0);
     server.purged = true;
-    model = create();
-    model.start();
-    await advance(0);
+    await startModel();
     expect(model.state).toBe('purged');
     expect(model.purged).toBe(true);
   });
@@ -304,9 +299,7 @@ describe('LogsModel', () => {
   it('retries after a failure, and a bad filter is an error until changed', async () => {
     server = new FakeLogsServer(10);
     server.error = new APIError(502, 'bad gateway');
-    model = create();
-    model.start();
-    await advance(0);
+    await startModel();
     expect(model.state).toBe('error');
     expect(model.error).toBe('bad gateway (HTTP 502)');
     server.error = null;
@@ -317,17 +310,12 @@ describe('LogsModel', () => {
     model.setFilters({ q: 'x' });
     await advance(0);
     expect(model.state).toBe('error');
-    const count = server.calls.length;
-    await advance(10_000);
-    expect(server.calls).toHaveLength(count);
+    await expectNoCallFor(calls, 10_000);
   });
 
   it('keeps following through a failed poll', async () => {
-    server = new FakeLogsServer(3);
-    server.status = 'RUNNING';
-    model = create();
-    model.start();
-    await advance(0);
+    server = runningServer(3);
+    await startModel();
     model.stop();
     server.error = new APIError(500, 'oops');
     model.start();

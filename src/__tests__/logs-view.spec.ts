@@ -7,7 +7,7 @@ import { LogsModel } from '../logs/model';
 import { inputToSeconds, secondsToInput } from '../logs/time-range';
 import { LogsView } from '../logs/view';
 import { ROW_HEIGHT, visibleRange } from '../logs/virtual';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, choose, finders, optionLabels } from './helpers';
 import { FakeLogsServer, T0_S, runningJob } from './workloads-fixtures';
 
 const VIEWPORT_HEIGHT = 400;
@@ -113,11 +113,7 @@ describe('LogsView', () => {
   let view: LogsView;
   let copied: string[];
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    view.node.querySelector(selector) as T;
-  const all = (selector: string) =>
-    Array.from(view.node.querySelectorAll<HTMLElement>(selector));
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, all, text } = finders(() => view.node);
   const rows = () => all('.jp-air-logs-row');
 
   /** Give the viewport a layout: jsdom has none. */
@@ -327,24 +323,17 @@ describe('LogsView', () => {
 
     const node = q<HTMLSelectElement>('.jp-air-logs-node');
     expect(node.hidden).toBe(false); // 2 nodes
-    expect(Array.from(node.options).map(o => o.textContent)).toEqual([
-      'Node 0',
-      'Node 1'
-    ]);
-    node.value = '1';
-    node.dispatchEvent(new Event('change'));
-    await advance(0);
+    expect(optionLabels(node)).toEqual(['Node 0', 'Node 1']);
+    await choose(node, '1');
     expect(server.calls[server.calls.length - 1].filters.node).toBe(1);
 
     const attemptSelect = q<HTMLSelectElement>('.jp-air-logs-attempt-select');
-    expect(Array.from(attemptSelect.options).map(o => o.textContent)).toEqual([
+    expect(optionLabels(attemptSelect)).toEqual([
       'Latest attempt (2)',
       'Attempt 1',
       'Attempt 2'
     ]);
-    attemptSelect.value = '1';
-    attemptSelect.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(attemptSelect, '1');
     expect(server.calls[server.calls.length - 1].filters).toMatchObject({
       node: 1,
       attempt: 1,
@@ -352,9 +341,7 @@ describe('LogsView', () => {
     });
 
     const since = q<HTMLInputElement>('.jp-air-logs-since-input');
-    since.value = secondsToInput(T0_S + 60);
-    since.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(since, secondsToInput(T0_S + 60));
     expect(server.calls[server.calls.length - 1].filters.since).toBe(T0_S + 60);
   });
 

@@ -69,6 +69,13 @@ export function runsPayload(
   };
 }
 
+/** The answer while MLflow is not serving (`mlflow`: how its status differs): no runs. */
+export function mlflowDownPayload(
+  mlflow: Partial<IMlflowStatus>
+): IRunsPayload {
+  return runsPayload({ mlflow: status(mlflow), runs: [] });
+}
+
 export function experiment(id: string, name: string): IExperiment {
   return { experiment_id: id, name, last_update_time: T0_MS };
 }

@@ -10,7 +10,7 @@ import {
   runLogsDownloadUrl
 } from '../mlflow-page/client';
 import { RunPageLogs } from '../mlflow-page/page';
-import { LogsPanel, NO_ACCESS } from '../mlflow-page/panel';
+import { ILogsPanelOptions, LogsPanel, NO_ACCESS } from '../mlflow-page/panel';
 import { parseRunRoute } from '../mlflow-page/route';
 import { RUN_PAGE_ROUTES } from '../mlflow-page/shape';
 import { findRunPageShape } from '../mlflow-page/tab';
@@ -66,6 +66,22 @@ function fakeClient(
     },
     job: () => Promise.resolve(runningJob('abc123def456'))
   } as unknown as RunLogsClient;
+}
+
+/** A logs panel on `server`'s run, given the run's first page as the page fetches it. */
+async function logsPanel(
+  server: FakeLogsServer,
+  options: Partial<ILogsPanelOptions> = {}
+): Promise<LogsPanel> {
+  return new LogsPanel({
+    client: fakeClient(server),
+    runId: RUN,
+    first: await server.fetchLogs('', defaultFilters(), {
+      tail: true,
+      limit: 1
+    }),
+    ...options
+  });
 }
 
 async function settle(): Promise<void> {
@@ -360,17 +376,7 @@ describe('following', () => {
   it('follows a running job, pauses when scrolled up, resumes on request', async () => {
     const server = new FakeLogsServer(5);
     server.status = 'RUNNING';
-    const first = await server.fetchLogs('', defaultFilters(), {
-      tail: true,
-      limit: 1
-    });
-    const panel = new LogsPanel({
-      client: fakeClient(server),
-      runId: RUN,
-      first,
-      waitS: 1,
-      retryMs: 10
-    });
+    const panel = await logsPanel(server, { waitS: 1, retryMs: 10 });
     document.body.append(panel.node);
     panel.show();
     await panel.loading;
@@ -421,14 +427,7 @@ describe('following', () => {
   it('keeps the colours of a line and marks what the search matches', async () => {
     const server = new FakeLogsServer(0);
     server.write(['\x1b[32mgreen\x1b[0m and plain']);
-    const panel = new LogsPanel({
-      client: fakeClient(server),
-      runId: RUN,
-      first: await server.fetchLogs('', defaultFilters(), {
-        tail: true,
-        limit: 1
-      })
-    });
+    const panel = await logsPanel(server);
     panel.show();
     panel.setFilters({ q: 'PLAIN' });
     await panel.loading;
@@ -446,13 +445,7 @@ describe('following', () => {
   it('copies the lines that match', async () => {
     const server = new FakeLogsServer(2);
     const copied: string[] = [];
-    const panel = new LogsPanel({
-      client: fakeClient(server),
-      runId: RUN,
-      first: await server.fetchLogs('', defaultFilters(), {
-        tail: true,
-        limit: 1
-      }),
+    const panel = await logsPanel(server, {
       copy: async text => {
         copied.push(text);
       }

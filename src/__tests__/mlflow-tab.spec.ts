@@ -6,7 +6,7 @@ import { MlflowStatusStore } from '../mlflow/status';
 import { MlflowOpener } from '../mlflow/ui-opener';
 import { MlflowView } from '../mlflow/ui-view';
 import { IMlflowStatus } from '../mlflow/types';
-import { advance } from './helpers';
+import { advance, expectQuietWhileHidden } from './helpers';
 import { status } from './mlflow-fixtures';
 
 const ORIGIN = 'http://localhost';
@@ -227,12 +227,7 @@ describe('MlflowView', () => {
     open(server);
     await advance(0);
     expect(server.calls).toBe(1);
-    view.hide();
-    await advance(20_000);
-    expect(server.calls).toBe(1);
-    view.show();
-    await advance(0);
-    expect(server.calls).toBe(2);
+    await expectQuietWhileHidden(view, () => server.calls, 20_000);
   });
 });
 

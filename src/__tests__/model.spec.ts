@@ -2,7 +2,7 @@ import { APIError } from '../api';
 import { mergeSamples, trimSamples } from '../gpu/history';
 import { GpuModel } from '../gpu/model';
 import { FakeServer, T0, oneNode, payload, reading, sample } from './fixtures';
-import { advance } from './helpers';
+import { advance, expectNextCallAfter, expectNoCallFor } from './helpers';
 
 describe('mergeSamples / trimSamples', () => {
   it('appends newer samples, de-duplicates by t (newest copy wins) and sorts', () => {
@@ -32,6 +32,7 @@ describe('GpuModel', () => {
     server = new FakeServer();
     model = new GpuModel(server.options);
   });
+  const calls = () => server.calls.length;
 
   afterEach(() => {
     model.dispose();
@@ -99,16 +100,12 @@ describe('GpuModel', () => {
     model.start();
     await advance(0);
     expect(server.calls).toHaveLength(1);
-    await advance(4_999);
-    expect(server.calls).toHaveLength(1);
-    await advance(1);
-    expect(server.calls).toHaveLength(2);
+    await expectNextCallAfter(calls, 5_000);
     await advance(20_000);
     expect(server.calls).toHaveLength(6);
 
     model.stop();
-    await advance(120_000);
-    expect(server.calls).toHaveLength(6);
+    await expectNoCallFor(calls, 120_000);
 
     // reopening the panel fetches at once and polls again
     model.start();
@@ -126,10 +123,7 @@ describe('GpuModel', () => {
     model.start();
     await advance(0);
     expect(server.calls).toHaveLength(1);
-    await advance(9_999);
-    expect(server.calls).toHaveLength(1);
-    await advance(1);
-    expect(server.calls).toHaveLength(2);
+    await expectNextCallAfter(calls, 10_000);
   });
 
   it('pauses after idle_timeout_s without activity and sends nothing more', async () => {
@@ -140,13 +134,12 @@ describe('GpuModel', () => {
     await advance(0);
     await advance(59_000);
     expect(model.status).toBe('live');
-    const before = server.calls.length;
-    expect(before).toBe(6); // t = 0, 10, ..., 50
+    expect(server.calls).toHaveLength(6); // t = 0, 10, ..., 50
     await advance(1_000);
     expect(model.status).toBe('paused');
     expect(statuses[statuses.length - 1]).toBe('paused');
-    await advance(600_000);
-    expect(server.calls).toHaveLength(before);
+    await expectNoCallFor(calls, 600_000);
+    expect(server.calls).toHaveLength(6);
     expect(model.status).toBe('paused');
   });
 
@@ -195,10 +188,8 @@ describe('GpuModel', () => {
     expect(server.calls[1]).toEqual({ since: T0, refresh: true, node: null });
     expect(model.samples.map(s => s.t - T0)).toEqual([0, 3]);
     // the next poll is one interval after the refresh
-    await advance(9_999);
     expect(server.calls).toHaveLength(2);
-    await advance(1);
-    expect(server.calls).toHaveLength(3);
+    await expectNextCallAfter(calls, 10_000);
   });
 
   it('shows an error, keeps the data, and recovers on the next poll', async () => {

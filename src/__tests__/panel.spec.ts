@@ -13,7 +13,7 @@ import {
   reading,
   sample
 } from './fixtures';
-import { HOSTILE, advance, shown } from './helpers';
+import { HOSTILE, advance, finders, shown } from './helpers';
 
 /** A renderer that, like plotly's, must load before it draws; `loaded()` finishes loading. */
 class LazyRenderer extends FakeRenderer {
@@ -38,10 +38,7 @@ describe('GpuPanel', () => {
   /** When set, animation frames wait here until the test runs them; else they run at once. */
   let frames: (() => void)[] | null;
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const text = (selector: string): string | null =>
-    q(selector)?.textContent ?? null;
+  const { q, text } = finders(() => panel.node);
   const card = (index: number) =>
     q(`.jp-air-gpu-card[data-gpu-index="${index}"]`);
 

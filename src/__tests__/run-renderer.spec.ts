@@ -8,7 +8,7 @@ import { Widget } from '@lumino/widgets';
 import { CommandIDs } from '../commands';
 import { RunRenderer, createRunRendererFactory } from '../mlflow/run-renderer';
 import { IRunDisplay, RUN_MIME_TYPE } from '../mlflow/types';
-import { HOSTILE, advance } from './helpers';
+import { HOSTILE, advance, click, finders } from './helpers';
 import { T0_MS, runDisplay } from './mlflow-fixtures';
 
 function model(
@@ -31,9 +31,7 @@ describe('RunRenderer', () => {
       calls.push([id, args]);
     }
   };
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    renderer.node.querySelector(selector) as T;
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, text } = finders(() => renderer.node);
 
   async function render(data: Partial<IRunDisplay> | Record<string, unknown>) {
     await renderer.renderModel(model(data));
@@ -190,17 +188,9 @@ describe('RunRenderer', () => {
   it('leaves modifier clicks to the browser (new tab)', async () => {
     await render(runDisplay());
     const link = q('.jp-air-run-link-run');
-    const event = new MouseEvent('click', {
-      bubbles: true,
-      cancelable: true,
-      ctrlKey: true
-    });
-    link.dispatchEvent(event);
-    expect(event.defaultPrevented).toBe(false);
+    expect(click(link, { ctrlKey: true })).toBe(false);
     expect(calls).toEqual([]);
-    const plain = new MouseEvent('click', { bubbles: true, cancelable: true });
-    link.dispatchEvent(plain);
-    expect(plain.defaultPrevented).toBe(true);
+    expect(click(link)).toBe(true);
     expect(calls).toHaveLength(1);
   });
 

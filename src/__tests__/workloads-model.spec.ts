@@ -17,7 +17,7 @@ import {
   WorkloadsModel
 } from '../workloads/model';
 import { workloadFromSearch } from '../workloads/url';
-import { advance, trans } from './helpers';
+import { advance, expectNextCallAfter, trans } from './helpers';
 import {
   FakeWorkloadsServer,
   QUEUE_REASON,
@@ -190,10 +190,7 @@ describe('WorkloadsModel', () => {
     await advance(ACTIVE_POLL_MS);
     expect(server.calls).toHaveLength(3);
     expect(model.hasActive).toBe(false);
-    await advance(IDLE_POLL_MS - 1);
-    expect(server.calls).toHaveLength(3);
-    await advance(1);
-    expect(server.calls).toHaveLength(4);
+    await expectNextCallAfter(() => server.calls.length, IDLE_POLL_MS);
 
     model.stop();
     await advance(10 * IDLE_POLL_MS);

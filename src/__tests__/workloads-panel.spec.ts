@@ -5,7 +5,15 @@ import { JobModel } from '../workloads/job-model';
 import { WorkloadsModel } from '../workloads/model';
 import { WorkloadsPanel } from '../workloads/panel';
 import { IJob } from '../workloads/types';
-import { HOSTILE, advance, recordingCommands } from './helpers';
+import {
+  HOSTILE,
+  advance,
+  choose,
+  expectNoCallFor,
+  expectQuietWhileHidden,
+  finders,
+  recordingCommands
+} from './helpers';
 import {
   FakeWorkloadsServer,
   QUEUE_REASON,
@@ -30,11 +38,7 @@ describe('WorkloadsPanel', () => {
   let confirmations: IJob[];
   let confirmAnswer: boolean;
 
-  const q = <T extends HTMLElement = HTMLElement>(selector: string): T =>
-    panel.node.querySelector(selector) as T;
-  const all = (selector: string) =>
-    Array.from(panel.node.querySelectorAll<HTMLElement>(selector));
-  const text = (selector: string) => q(selector)?.textContent ?? null;
+  const { q, all, text } = finders(() => panel.node);
   const row = (id: string) => q(`.jp-air-wl-job[data-job-id="${id}"]`);
 
   async function open(): Promise<void> {
@@ -269,9 +273,7 @@ describe('WorkloadsPanel', () => {
     expect(q<HTMLButtonElement>('.jp-air-wl-next').disabled).toBe(true);
 
     const status = q<HTMLSelectElement>('.jp-air-wl-status-filter');
-    status.value = 'FAILED';
-    status.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(status, 'FAILED');
     expect(server.calls[server.calls.length - 1]).toMatchObject({
       status: ['FAILED'],
       offset: 0
@@ -284,9 +286,7 @@ describe('WorkloadsPanel', () => {
       'a',
       'b'
     ]);
-    experiments.value = 'b';
-    experiments.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(experiments, 'b');
     expect(server.calls[server.calls.length - 1]).toMatchObject({
       status: ['FAILED'],
       experiment: 'b'
@@ -294,9 +294,7 @@ describe('WorkloadsPanel', () => {
     expect(all('.jp-air-wl-job')).toHaveLength(20);
     expect(q('.jp-air-wl-previous').hidden).toBe(true);
 
-    status.value = 'RUNNING';
-    status.dispatchEvent(new Event('change'));
-    await advance(0);
+    await choose(status, 'RUNNING');
     expect(text('.jp-air-wl-list .jp-air-wl-message')).toBe(
       'No job runs match these filters.'
     );
@@ -306,12 +304,7 @@ describe('WorkloadsPanel', () => {
     server.jobs = [runningJob('eeee00000001')];
     await open();
     expect(server.calls).toHaveLength(1);
-    panel.hide();
-    await advance(120_000);
-    expect(server.calls).toHaveLength(1);
-    panel.show();
-    await advance(0);
-    expect(server.calls).toHaveLength(2);
+    await expectQuietWhileHidden(panel, () => server.calls.length, 120_000);
   });
 
   describe('job page', () => {
@@ -323,6 +316,16 @@ describe('WorkloadsPanel', () => {
       await open();
       row(j.id).click();
       await advance(0);
+    }
+
+    /** The panel again, asking before a cancel as it does by default (JupyterLab's dialog). */
+    function withDefaultDialog(): void {
+      panel.dispose();
+      panel = new WorkloadsPanel({
+        model,
+        jobModel,
+        commands: { execute: async () => undefined }
+      });
     }
 
     it('shows the attempts with their MLflow links, exit reasons and the YAML as text', async () => {
@@ -536,12 +539,7 @@ describe('WorkloadsPanel', () => {
     });
 
     it("asks with JupyterLab's dialog by default", async () => {
-      panel.dispose();
-      panel = new WorkloadsPanel({
-        model,
-        jobModel,
-        commands: { execute: async () => undefined }
-      });
+      withDefaultDialog();
       await openJob(runningJob(ID));
       const cancel = q<HTMLButtonElement>('.jp-air-wl-cancel');
       const answer = async (label: string) => {
@@ -565,12 +563,7 @@ describe('WorkloadsPanel', () => {
     });
 
     it('asks differently to take a queued job run out of its queue', async () => {
-      panel.dispose();
-      panel = new WorkloadsPanel({
-        model,
-        jobModel,
-        commands: { execute: async () => undefined }
-      });
+      withDefaultDialog();
       await openJob(queuedJob(ID));
       q<HTMLButtonElement>('.jp-air-wl-cancel').click();
       await advance(0);
@@ -601,8 +594,8 @@ describe('WorkloadsPanel', () => {
       expect(q('.jp-air-wl-page').hidden).toBe(true);
       expect(q('.jp-air-wl-refresh').hidden).toBe(false);
       expect(server.calls.length).toBe(listCalls + 1);
-      await advance(10_000);
-      expect(requests.filter(r => r.startsWith('GET'))).toHaveLength(2);
+      // the page is polled no more
+      await expectNoCallFor(() => requests.length, 10_000);
     });
 
     it('says when the job run does not exist', async () => {

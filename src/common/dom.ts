@@ -157,6 +157,35 @@ export function placeInOrder(
   }
 }
 
+/**
+ * Place the `roots` of the views shown, in order (as `placeInOrder`), and drop every view of
+ * `views` whose key is not in `shown`: from the page and from the map.
+ */
+export function placeViews<K, V extends { root: HTMLElement }>(
+  parent: HTMLElement,
+  roots: readonly HTMLElement[],
+  views: Map<K, V>,
+  shown: ReadonlySet<K>
+): void {
+  placeInOrder(parent, roots);
+  for (const [key, view] of views) {
+    if (!shown.has(key)) {
+      view.root.remove();
+      views.delete(key);
+    }
+  }
+}
+
+/** Run `open` when `el`, which acts as a button, gets Enter or Space. */
+export function onEnterOrSpace(el: HTMLElement, open: () => void): void {
+  el.addEventListener('keydown', event => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      open();
+    }
+  });
+}
+
 /** Make `items` exactly the children of `parent`, in order (others removed). */
 export function setChildren(
   parent: HTMLElement,

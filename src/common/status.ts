@@ -5,6 +5,8 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
+import { h, setText } from './dom';
+
 /** A status in words: `Running`, `Succeeded`; an unknown one as it came (capitalised). */
 export function statusLabel(trans: TranslationBundle, status: unknown): string {
   switch (status) {
@@ -59,4 +61,26 @@ export function statusClass(status: unknown): string {
     default:
       return 'jp-air-status-other';
   }
+}
+
+/** A status in words, in a badge coloured by the status (`jp-air-status-badge`). */
+export class StatusBadge {
+  /** `className`: the badge's own class, kept beside the badge's and the status's. */
+  constructor(className: string) {
+    this._classes = `${className} jp-air-badge jp-air-status-badge`;
+    this.node = h('span', this._classes);
+  }
+
+  readonly node: HTMLSpanElement;
+
+  /** Show `status`: its words and its colour. */
+  show(trans: TranslationBundle, status: unknown): void {
+    setText(this.node, statusLabel(trans, status));
+    const className = `${this._classes} ${statusClass(status)}`;
+    if (this.node.className !== className) {
+      this.node.className = className;
+    }
+  }
+
+  private readonly _classes: string;
 }

@@ -13,7 +13,7 @@
  */
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 
-import { CommandIDs, ICommandRunner } from '../commands';
+import { CommandIDs, ICommandRunner, runCommand } from '../commands';
 import {
   alertBox,
   button,
@@ -318,9 +318,7 @@ export class ExperimentsPanel extends ShownWidget {
   }
 
   private _execute(id: string, args: { [key: string]: string }): void {
-    this._commands
-      .execute(id, args)
-      .catch(reason => console.warn(`jupyter-air: ${id} failed`, reason));
+    runCommand(this._commands, id, args);
   }
 
   /** Tick RUNNING durations every second while shown. */

@@ -9,6 +9,7 @@ import {
   h,
   isNewTabClick,
   newTabLink,
+  onEnterOrSpace,
   setAttr,
   setHidden,
   setText
@@ -106,12 +107,7 @@ export class RunRow {
         onOpen(this);
       }
     });
-    this._row.addEventListener('keydown', event => {
-      if (event.key === 'Enter' || event.key === ' ') {
-        event.preventDefault();
-        onOpen(this);
-      }
-    });
+    onEnterOrSpace(this._row, () => onOpen(this));
   }
 
   /** The run's id. */

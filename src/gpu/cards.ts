@@ -10,7 +10,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import {
   h,
-  placeInOrder,
+  placeViews,
   setAttr,
   setHidden,
   setMeter,
@@ -91,13 +91,7 @@ export class GpuCards {
       roots.push(card.root);
     }
     // keep DOM order = reading order, moving nodes only when needed
-    placeInOrder(this.node, roots);
-    for (const [index, card] of this._views) {
-      if (!seen.has(index)) {
-        card.root.remove();
-        this._views.delete(index);
-      }
-    }
+    placeViews(this.node, roots, this._views, seen);
   }
 
   private readonly _trans: TranslationBundle;

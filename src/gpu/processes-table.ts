@@ -8,7 +8,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { button, h, placeInOrder, setHidden, tableHead } from '../common/dom';
+import { button, h, placeViews, setHidden, tableHead } from '../common/dom';
 import { NONE } from '../common/text';
 import { formatGiB } from './format';
 import { IRunLinker, jobLink, runLink } from './run-links';
@@ -103,13 +103,7 @@ export class ProcessesTable {
       }
       roots.push(row.root);
     }
-    placeInOrder(this._body, roots);
-    for (const [key, row] of this._rows) {
-      if (!keep.has(key)) {
-        row.root.remove();
-        this._rows.delete(key);
-      }
-    }
+    placeViews(this._body, roots, this._rows, keep);
   }
 
   private _fillRow(row: HTMLTableRowElement, entry: IProcessEntry): void {

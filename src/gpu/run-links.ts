@@ -6,7 +6,7 @@
  * Each is a real `<a href>` (middle-click, "open in new tab" work); a plain click opens it inside
  * JupyterLab instead, through the commands the MLflow tab and the Workloads panel provide.
  */
-import { CommandIDs, ICommandRunner } from '../commands';
+import { CommandIDs, ICommandRunner, runCommand } from '../commands';
 import { isNewTabClick, newTabLink } from '../common/dom';
 import { safeFragment, uiLink } from '../mlflow/links';
 import { jobId, workloadUrl } from '../workloads/url';
@@ -39,11 +39,13 @@ function commandLink(
   linker: IRunLinker,
   className: string,
   text: string,
+  title: string,
   href: string | null,
   command: string,
   args: { [key: string]: string }
 ): HTMLAnchorElement {
   const link = newTabLink(className, text);
+  link.title = title;
   if (href !== null) {
     link.href = href;
   }
@@ -52,9 +54,7 @@ function commandLink(
       return; // the browser opens the href
     }
     event.preventDefault();
-    linker.commands
-      .execute(command, args)
-      .catch(reason => console.warn(`jupyter-air: ${command} failed`, reason));
+    runCommand(linker.commands, command, args);
   });
   return link;
 }
@@ -70,16 +70,15 @@ export function runLink(
   if (fragment === null) {
     return null;
   }
-  const link = commandLink(
+  return commandLink(
     linker,
     'jp-air-gpu-run-link',
     text,
+    title,
     uiLink(linker.mlflowUi(), fragment),
     CommandIDs.openMlflow,
     { path: fragment }
   );
-  link.title = title;
-  return link;
 }
 
 /** The link to a workload's job run page (the Workloads panel). */
@@ -93,14 +92,13 @@ export function jobLink(
   if (job === null) {
     return null;
   }
-  const link = commandLink(
+  return commandLink(
     linker,
     'jp-air-gpu-job-link',
     text,
+    title,
     workloadUrl(job, linker.baseUrl()),
     CommandIDs.openWorkloads,
     { id: job }
   );
-  link.title = title;
-  return link;
 }

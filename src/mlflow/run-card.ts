@@ -19,7 +19,7 @@ import {
   setHidden,
   setText
 } from '../common/dom';
-import { statusClass, statusLabel } from '../common/status';
+import { StatusBadge } from '../common/status';
 import { NONE } from '../common/text';
 import { formatFullTime, formatRunDuration, runDurationMs } from './format';
 import { safeFragment, safeUiUrl, uiLink } from './links';
@@ -48,12 +48,9 @@ export class RunCard {
     this._actions = actions;
     this.header = h('div', 'jp-air-run-header');
     this._name = h('span', 'jp-air-run-name');
-    this._status = h(
-      'span',
-      'jp-air-run-status jp-air-badge jp-air-status-badge'
-    );
+    this._status = new StatusBadge('jp-air-run-status');
     this._duration = h('span', 'jp-air-run-duration');
-    this.header.append(this._name, this._status, this._duration);
+    this.header.append(this._name, this._status.node, this._duration);
 
     this.meta = h('div', 'jp-air-run-meta');
     const experiment = h('span', 'jp-air-run-experiment');
@@ -117,8 +114,7 @@ export class RunCard {
       'title',
       run.run_id ? trans.__('Run ID %1', run.run_id) : ''
     );
-    setText(this._status, statusLabel(trans, run.status));
-    this._status.className = `jp-air-run-status jp-air-badge jp-air-status-badge ${statusClass(run.status)}`;
+    this._status.show(trans, run.status);
     this.renderDuration(run, now);
 
     setText(this._experiment, run.experiment_name || run.experiment_id || NONE);
@@ -266,7 +262,7 @@ export class RunCard {
   private readonly _trans: TranslationBundle;
   private readonly _actions: IRunCardActions;
   private readonly _name: HTMLSpanElement;
-  private readonly _status: HTMLSpanElement;
+  private readonly _status: StatusBadge;
   private readonly _duration: HTMLSpanElement;
   private readonly _experiment: HTMLSpanElement;
   private readonly _nested: HTMLSpanElement;

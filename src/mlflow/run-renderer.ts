@@ -17,7 +17,7 @@ import { ITranslator } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { CommandIDs, ICommandRunner } from '../commands';
+import { CommandIDs, ICommandRunner, runCommand } from '../commands';
 import { Poller } from '../common/poller';
 import { loadTranslation } from '../common/translation';
 import { fetchRunState } from './api';
@@ -189,9 +189,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   private _execute(id: string, args: { [key: string]: string | number }): void {
-    this._commands
-      .execute(id, args)
-      .catch(reason => console.warn(`jupyter-air: ${id} failed`, reason));
+    runCommand(this._commands, id, args);
   }
 
   private readonly _commands: ICommandRunner;

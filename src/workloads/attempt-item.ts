@@ -6,7 +6,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { ICommandRunner } from '../commands';
 import { button, h, setAttr, setHidden, setText } from '../common/dom';
-import { statusClass, statusLabel } from '../common/status';
+import { StatusBadge } from '../common/status';
 import { num } from '../common/text';
 import {
   attemptReason,
@@ -40,12 +40,9 @@ export class AttemptItem {
     this.node = h('li', 'jp-air-wl-attempt');
     const line1 = h('div', 'jp-air-wl-attempt-line');
     this._title = h('span', 'jp-air-wl-attempt-title');
-    this._status = h(
-      'span',
-      'jp-air-wl-attempt-status jp-air-badge jp-air-status-badge'
-    );
+    this._status = new StatusBadge('jp-air-wl-attempt-status');
     this._duration = h('span', 'jp-air-wl-attempt-duration');
-    line1.append(this._title, this._status, this._duration);
+    line1.append(this._title, this._status.node, this._duration);
     this._reason = h('div', 'jp-air-wl-attempt-reason');
     this._nodes = h('div', 'jp-air-wl-attempt-nodes');
     this._checkpoint = h('div', 'jp-air-wl-attempt-checkpoint');
@@ -80,11 +77,7 @@ export class AttemptItem {
     this.node.dataset.attempt = String(this._attempt);
     this.node.dataset.status = String(attempt.status);
     setText(this._title, trans.__('Attempt %1', this._attempt));
-    setText(this._status, statusLabel(trans, attempt.status));
-    const className = `jp-air-wl-attempt-status jp-air-badge jp-air-status-badge ${statusClass(attempt.status)}`;
-    if (this._status.className !== className) {
-      this._status.className = className;
-    }
+    this._status.show(trans, attempt.status);
     const ms = elapsedMs(attempt, now);
     setText(
       this._duration,
@@ -124,7 +117,7 @@ export class AttemptItem {
 
   private readonly _trans: TranslationBundle;
   private readonly _title: HTMLSpanElement;
-  private readonly _status: HTMLSpanElement;
+  private readonly _status: StatusBadge;
   private readonly _duration: HTMLSpanElement;
   private readonly _reason: HTMLDivElement;
   private readonly _nodes: HTMLDivElement;

@@ -6,7 +6,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { CommandIDs, ICommandRunner } from '../commands';
+import { CommandIDs, ICommandRunner, runCommand } from '../commands';
 import {
   alertBox,
   button,
@@ -15,7 +15,7 @@ import {
   setHidden,
   setText
 } from '../common/dom';
-import { statusClass, statusLabel } from '../common/status';
+import { StatusBadge, statusLabel } from '../common/status';
 import { AttemptItem } from './attempt-item';
 import { elapsedMs, formatElapsed, jobName } from './format';
 import { JobFacts } from './job-facts';
@@ -53,12 +53,9 @@ export class JobPage {
 
     const header = h('div', 'jp-air-wl-page-header');
     this._name = h('h3', 'jp-air-wl-page-name');
-    this._status = h(
-      'span',
-      'jp-air-wl-page-status jp-air-badge jp-air-status-badge'
-    );
+    this._status = new StatusBadge('jp-air-wl-page-status');
     this._duration = h('span', 'jp-air-wl-page-duration');
-    header.append(this._name, this._status, this._duration);
+    header.append(this._name, this._status.node, this._duration);
     this._id = h('div', 'jp-air-wl-page-id');
     this._reason = h('div', 'jp-air-wl-page-reason');
 
@@ -140,11 +137,7 @@ export class JobPage {
     this.node.dataset.status = String(job.status);
     const now = this._now();
     setText(this._name, jobName(job));
-    setText(this._status, statusLabel(trans, job.status));
-    const className = `jp-air-wl-page-status jp-air-badge jp-air-status-badge ${statusClass(job.status)}`;
-    if (this._status.className !== className) {
-      this._status.className = className;
-    }
+    this._status.show(trans, job.status);
     setText(this._id, trans.__('Job run %1', job.id));
     const reason =
       job.cancel_requested && isActiveStatus(job.status)
@@ -301,9 +294,7 @@ export class JobPage {
   }
 
   private _execute(id: string, args: { [key: string]: string | number }): void {
-    this._commands
-      .execute(id, args)
-      .catch(reason => console.warn(`jupyter-air: ${id} failed`, reason));
+    runCommand(this._commands, id, args);
   }
 
   private readonly _model: JobModel;
@@ -312,7 +303,7 @@ export class JobPage {
   private readonly _now: () => number;
   private readonly _trans: TranslationBundle;
   private readonly _name: HTMLHeadingElement;
-  private readonly _status: HTMLSpanElement;
+  private readonly _status: StatusBadge;
   private readonly _duration: HTMLSpanElement;
   private readonly _id: HTMLDivElement;
   private readonly _reason: HTMLDivElement;

@@ -6,8 +6,8 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { h, setAttr, setHidden, setText } from '../common/dom';
-import { statusClass, statusLabel } from '../common/status';
+import { h, onEnterOrSpace, setAttr, setHidden, setText } from '../common/dom';
+import { StatusBadge } from '../common/status';
 import {
   attemptsText,
   computeText,
@@ -36,11 +36,8 @@ export class JobRow {
 
     const line1 = h('div', 'jp-air-wl-job-line');
     this._name = h('span', 'jp-air-wl-job-name');
-    this._status = h(
-      'span',
-      'jp-air-wl-job-status jp-air-badge jp-air-status-badge'
-    );
-    line1.append(this._name, this._status);
+    this._status = new StatusBadge('jp-air-wl-job-status');
+    line1.append(this._name, this._status.node);
 
     const line2 = h('div', 'jp-air-wl-job-line jp-air-wl-job-meta');
     this._experiment = h('span', 'jp-air-wl-job-experiment');
@@ -58,12 +55,7 @@ export class JobRow {
     this.node.append(line1, line2, line3, this._queue, this._reason);
 
     this.node.addEventListener('click', () => onOpen(this));
-    this.node.addEventListener('keydown', event => {
-      if (event.key === 'Enter' || event.key === ' ') {
-        event.preventDefault();
-        onOpen(this);
-      }
-    });
+    onEnterOrSpace(this.node, () => onOpen(this));
   }
 
   readonly jobId: string;
@@ -87,11 +79,7 @@ export class JobRow {
     const open = trans.__('Open job run %1', job.id);
     setAttr(this.node, 'title', waits ? `${waits}\n${open}` : open);
 
-    setText(this._status, statusLabel(trans, status));
-    const statusClassName = `jp-air-wl-job-status jp-air-badge jp-air-status-badge ${statusClass(status)}`;
-    if (this._status.className !== statusClassName) {
-      this._status.className = statusClassName;
-    }
+    this._status.show(trans, status);
 
     const experiment = job.experiment_name || '';
     setText(this._experiment, experiment);
@@ -156,7 +144,7 @@ export class JobRow {
 
   private readonly _trans: TranslationBundle;
   private readonly _name: HTMLSpanElement;
-  private readonly _status: HTMLSpanElement;
+  private readonly _status: StatusBadge;
   private readonly _experiment: HTMLSpanElement;
   private readonly _compute: HTMLSpanElement;
   private readonly _attempts: HTMLSpanElement;

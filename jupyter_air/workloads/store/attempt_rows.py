@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from .base import StoreBase
-from .records import RUNNING, Attempt, LogFile, NodeProcess, _log_file
+from .records import RUNNING, Attempt, LogFile, NodeProcess, _attempt, _log_file, _node
 
 _LOG_KEY = frozenset({"job_id", "attempt", "node"})
 
@@ -100,41 +100,12 @@ class AttemptRows(StoreBase):
         for row in conn.execute(
             f"SELECT * FROM nodes WHERE job_id IN ({marks}) ORDER BY node", ids
         ):
-            nodes.setdefault((row["job_id"], row["attempt"]), []).append(
-                NodeProcess(
-                    node=row["node"],
-                    pid=row["pid"],
-                    started=row["started"],
-                    gpus=row["gpus"],
-                    exit_code=row["exit_code"],
-                    signal=row["signal"],
-                    ended_at=row["ended_at"],
-                    host=row["host"],
-                    machine=row["machine"],
-                )
-            )
+            nodes.setdefault((row["job_id"], row["attempt"]), []).append(_node(row))
         for row in conn.execute(
             f"SELECT * FROM attempts WHERE job_id IN ({marks}) ORDER BY attempt", ids
         ):
             key = (row["job_id"], row["attempt"])
-            out.setdefault(row["job_id"], []).append(
-                Attempt(
-                    job_id=row["job_id"],
-                    attempt=row["attempt"],
-                    status=row["status"],
-                    reason=row["reason"],
-                    exit_code=row["exit_code"],
-                    signal=row["signal"],
-                    timed_out=bool(row["timed_out"]),
-                    mlflow_run_id=row["mlflow_run_id"],
-                    started_at=row["started_at"],
-                    ended_at=row["ended_at"],
-                    backend=row["backend"],
-                    hosts=row["hosts"],
-                    nodes=nodes.get(key, []),
-                    checkpoint=_json_object(row["checkpoint"]),
-                )
-            )
+            out.setdefault(row["job_id"], []).append(_attempt(row, nodes.get(key, [])))
         return out
 
     # the log index -------------------------------------------------------------------------
@@ -166,26 +137,13 @@ class AttemptRows(StoreBase):
 
     def purgeable_jobs(self, ended_before: float) -> list[str]:
         """Ended job runs whose logs are older than ``ended_before`` and not purged yet."""
-        with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? "
-                "AND logs_purged_at IS NULL ORDER BY ended_at",
-                (ended_before,),
-            ).fetchall()
-        return [row["id"] for row in rows]
+        return self._first_column(
+            "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? "
+            "AND logs_purged_at IS NULL ORDER BY ended_at",
+            (ended_before,),
+        )
 
     def mark_logs_purged(self, job_id: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM log_files WHERE job_id = ?", (job_id,))
             conn.execute("UPDATE jobs SET logs_purged_at = ? WHERE id = ?", (time.time(), job_id))
-
-
-def _json_object(text: str | None) -> dict[str, Any] | None:
-    """A JSON column holding an object; None when empty or not one."""
-    import json
-
-    try:
-        value = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

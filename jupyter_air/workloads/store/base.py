@@ -8,6 +8,7 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..paths import store_path
 from .records import StoreError
@@ -51,6 +52,11 @@ class StoreBase:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    def _first_column(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        """The first column of every row that ``sql`` selects, in its order."""
+        with self._connect() as conn:
+            return [row[0] for row in conn.execute(sql, args).fetchall()]
 
     def _open(self) -> None:
         from ...private import create_private, private_folder, secure_data_dir

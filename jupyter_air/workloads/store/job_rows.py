@@ -197,11 +197,9 @@ class JobRows(AttemptRows):
 
     def job_shared_with(self, job_id: str) -> list[str]:
         """The users a job run is shared with, in the order they were given it."""
-        with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT user FROM job_grants WHERE job_id = ? ORDER BY granted_at, user", (job_id,)
-            ).fetchall()
-        return [row["user"] for row in rows]
+        return self._first_column(
+            "SELECT user FROM job_grants WHERE job_id = ? ORDER BY granted_at, user", (job_id,)
+        )
 
     def claim_gpus(self, job_id: str, pool: list[int], nodes: int, per_node: int) -> GpuClaim:
         """Take ``per_node`` GPUs of ``pool`` for each of ``nodes`` nodes, in one transaction:
@@ -275,13 +273,11 @@ class JobRows(AttemptRows):
 
     def jobs_with_open_runs(self, limit: int = 100) -> list[str]:
         """Ended job runs whose MLflow runs were not all seen ended yet, oldest first."""
-        with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND runs_closed_at IS NULL "
-                "ORDER BY ended_at LIMIT ?",
-                (limit,),
-            ).fetchall()
-        return [row["id"] for row in rows]
+        return self._first_column(
+            "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND runs_closed_at IS NULL "
+            "ORDER BY ended_at LIMIT ?",
+            (limit,),
+        )
 
     def request_cancel(self, job_id: str) -> JobRun:
         with self._write() as conn:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ...api.enums import JOB_ACTIVE, JOB_TERMINAL, JobStatus
@@ -214,6 +214,32 @@ def _schedule(row: sqlite3.Row) -> Schedule:
     data = dict(row)
     data["paused"] = bool(data["paused"])
     return Schedule(**data)
+
+
+def _columns(cls: type, row: sqlite3.Row) -> dict[str, Any]:
+    """The columns of ``row`` that are fields of the dataclass ``cls``."""
+    names = {f.name for f in fields(cls)}
+    return {name: value for name, value in dict(row).items() if name in names}
+
+
+def _node(row: sqlite3.Row) -> NodeProcess:
+    return NodeProcess(**_columns(NodeProcess, row))
+
+
+def _attempt(row: sqlite3.Row, nodes: list[NodeProcess]) -> Attempt:
+    data = _columns(Attempt, row)
+    data["timed_out"] = bool(data["timed_out"])
+    data["checkpoint"] = _json_object(data.get("checkpoint"))
+    return Attempt(**data, nodes=nodes)
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    """A JSON column holding an object; None when empty or not one."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _log_file(row: sqlite3.Row) -> LogFile:
