@@ -161,9 +161,9 @@ class WorkloadSpec(BaseModel):
     """Attempts after the first one that fails (non-zero exit, killed by a signal, or timed
     out)."""
     max_restarts: Retries = 0
-    """Restarts torchrun (torch elastic) may make of a node's ranks within one attempt when one
-    crashes, before the attempt fails (given to it as PET_MAX_RESTARTS; the attempt's MLflow run
-    records how many it made)."""
+    """Restarts torchrun (torch elastic) may make of the ranks within one attempt when one
+    crashes, every node's together, before the attempt fails (given to it as PET_MAX_RESTARTS,
+    with torch's c10d rendezvous; the attempt's MLflow run records how many it made)."""
     checkpoint_location: Text | None = None
     """Where the job run's checkpoints are kept (what the command writes in
     $JUPYTER_AIR_CHECKPOINT_DIR): a folder (relative to the YAML file's folder) or an fsspec URI
