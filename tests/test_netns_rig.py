@@ -369,6 +369,10 @@ def test_a_notebook_call_on_two_nodes_that_do_not_see_its_folder(
     assert [(r["start"], r["run"]) for r in resumed] == [(3, results[0]["run"])] * 2
     home = head_workloads.data / "checkpoints" / results[0]["run"] / "node_0" / "epoch.txt"
     assert home.read_text() == "5"  # the resumed call's save, home too
+    for worker in rig.workers:  # what the nodes' folders held is home: they are gone
+        left = rig.run(worker, ["find", "/tmp/ray", "-path", "*jupyter-air-checkpoints/*",
+                                "-type", "f"], check=False)  # fmt: skip
+        assert left.stdout.strip() == "", (worker.name, left.stdout)
     head_workloads.assert_no_ray_token()
 
 

@@ -91,6 +91,7 @@ class Group:
     def leftovers(self, grace_s: float) -> list[str]:
         return []
 
+    def forget_checkpoints(self) -> None: ...
     def close(self) -> None: ...
 
 

@@ -224,6 +224,10 @@ class NodeGroup(Protocol):
         """Stop anything of the job still running on the nodes outside their process groups;
         returns what was found (empty when nothing was left)."""
 
+    def forget_checkpoints(self) -> None:
+        """Remove the checkpoint folders the backend gave the nodes (``launch.checkpoints``):
+        what they held is home."""
+
     def close(self) -> None:
         """Release what the group holds (a placement group, actors)."""
 

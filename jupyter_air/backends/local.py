@@ -237,5 +237,8 @@ class LocalGroup:
         pids = kill_job_processes(self.launch.job_id, JOB_ID.name, grace_s=grace_s)
         return [f"pid {pid} on this machine" for pid in pids]
 
+    def forget_checkpoints(self) -> None:
+        return None  # the nodes' folders are this machine's, removed with the job run's logs
+
     def close(self) -> None:
         return None

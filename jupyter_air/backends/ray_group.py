@@ -415,6 +415,11 @@ class RayGroup:
         lost."""
         return not self.lost and len(self.codes) == len(self.actors)
 
+    def forget_checkpoints(self) -> None:
+        if self.launch.checkpoints is not None:
+            job_id = self.launch.job_id
+            _wait_all([a.remove_checkpoint_folder.remote(job_id) for a in self._live()], 30)
+
     def close(self, *, keep: bool = False) -> None:
         """Tidy every node (its folder, its log); then release the actors and the placement
         group, or with ``keep`` leave them to the caller (``placed``)."""

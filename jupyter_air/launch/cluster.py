@@ -205,13 +205,14 @@ class ClusterLaunch(Launch):
             return
         try:
             sync.finish()
-        except Exception as error:
+        except Exception as error:  # the nodes' folders are kept
             print(f"jupyter-air: the checkpoint did not all come home: {error}", file=sys.stderr)
+            return
         if sync.over:
             print(f"jupyter-air: {sync.over}", file=sys.stderr)
-        for actor in group.actors:
+        else:
             with contextlib.suppress(Exception):
-                actor.remove_checkpoint_folder.remote(group.launch.job_id)
+                group.forget_checkpoints()
 
     def _snapshot(self) -> str:
         """A snapshot of the kernel's folder (what a workload's would hold: git's files, the

@@ -375,6 +375,9 @@ class JobAttempts:
                 disk.tolerate("a warning", self.store.add_warning, job.id, note)
         disk.until_written("indexing the logs", self._index, attempt, complete=True)
         self._keep_checkpoint(attempt, outcome)
+        saved = self.checkpoint.get("saved") or {}
+        if group is not None and "error" not in saved and self.checkpoints.over is None:
+            self.tracking.call("removing the nodes' checkpoint folders", group.forget_checkpoints)
         if self.uploader is not None:
             self.uploader.finish()
             disk.tolerate("marking the logs uploaded", self._mark_uploaded, attempt)
