@@ -308,10 +308,14 @@ class Rig:
         unreachable, as on a machine whose network failed."""
         ip("-n", self.bridge_namespace, "link", "set", f"v{self.hosts.index(host) + 1}", "down")
 
+    def reconnect(self, host: Host) -> None:
+        """Bring ``host``'s link back after a short ``cut``: what runs there goes on."""
+        ip("-n", self.bridge_namespace, "link", "set", f"v{self.hosts.index(host) + 1}", "up")
+
     def mend(self, host: Host) -> None:
         """Bring a cut worker back as a new Ray node (what ran there is stopped, as a rebooted
         machine's), and wait until the cluster has all its nodes again."""
-        ip("-n", self.bridge_namespace, "link", "set", f"v{self.hosts.index(host) + 1}", "up")
+        self.reconnect(host)
         self.reset(host)
         self.start_workers([host])
 
