@@ -72,6 +72,19 @@ def test_the_nodes_token_opens_the_attempts_run_only_until_the_relay_closes(
         ):
             with pytest.raises(MlflowException, match=r"opens run \w+ only"):
                 refused()
+        import http.client
+
+        sideways = f"{mine}/artifacts/../../{other}/artifacts/x.txt"  # out of its own folder
+        connection = http.client.HTTPConnection("127.0.0.1", relay.port, timeout=30)
+        connection.request(  # sent as written: no client folds the dots away
+            "PUT",
+            f"/api/2.0/mlflow-artifacts/artifacts/{experiment}/{sideways}",
+            body=b"x",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        answer = connection.getresponse()
+        assert answer.status == 403 and b"leaves its folder" in answer.read()
+        connection.close()
     finally:
         relay.close()
     direct = MlflowClient(mlflow_server.url)  # the token, straight to the server: revoked

@@ -124,6 +124,8 @@ def allows(grant: Grant, method: str, path: str, query: str, body: bytes | None)
     params = urllib.parse.parse_qs(query)
     if path == _LIST_ARTIFACTS:  # the folder listed is a parameter
         path = f"{path}/{(params.get('path') or [''])[0].lstrip('/')}"
+    if any(part in (".", "..") for part in path.split("/")):
+        return f"{refused}: {path} leaves its folder"
     artifacts = _ARTIFACTS.match(path)
     if artifacts:
         if artifacts["run"] == grant.run_id and artifacts["experiment"] == grant.experiment_id:
