@@ -135,7 +135,7 @@ class RankFile:
 
     def _replaced(self) -> bool:
         """Whether the path now names another file than the one read (the ranks' logs of a round
-        before a restart were set aside: launch/rundir.set_round_aside)."""
+        before a restart were set aside: launch/restarts.set_round_aside)."""
         assert self._file is not None
         try:
             return os.stat(self.path).st_ino != os.fstat(self._file.fileno()).st_ino
