@@ -195,7 +195,10 @@ class ClusterLaunch(Launch):
         assert self.checkpoint_dir is not None
         sync = CheckpointSync(Home(str(self.checkpoint_dir)))
         sync.run_id = self.mlflow_run.run_id if self.mlflow_run is not None else None
-        sync.restore(1, folders)
+        try:
+            sync.restore(1, folders)
+        except Exception as error:  # the call goes on, as a job run's attempt does
+            print(f"jupyter-air: the ranks start without the checkpoint: {error}", file=sys.stderr)
         self._checkpoints = sync.start()
 
     def _checkpoints_home(self, group: RayGroup) -> None:
