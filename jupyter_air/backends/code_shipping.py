@@ -1,6 +1,7 @@
 """A workload's code on nodes that do not see the Jupyter host's folders: one hash for what a
 snapshot holds (the same code, the same digest, whichever job's folder holds it, so a node that
-has it already is sent nothing), and the snapshot packed on the Jupyter host, unpacked on a node.
+has it already is sent nothing), and the snapshot packed on the Jupyter host, unpacked on a node
+into its cache, which keeps the snapshots used last (``prune_cache``).
 ``workloads/snapshot.py`` makes snapshots; the Ray backend ships them with these.
 """
 
@@ -61,3 +62,36 @@ def unpack_snapshot(data: bytes, target: Path) -> None:
     target.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         tar.extractall(target, filter="data")
+
+
+KEEP_SNAPSHOTS = 16  # a node's cache keeps the snapshots used last, this many at least
+IN_USE_S = 3600.0  # and never removes one used within this long (an attempt about to copy it)
+
+
+def used(entry: Path) -> None:
+    """Mark a cached snapshot as used now (its folder's modification time)."""
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        os.utime(entry)
+
+
+def prune_cache(cache: Path, keep: int = KEEP_SNAPSHOTS, in_use_s: float = IN_USE_S) -> list[str]:
+    """Remove the snapshots of a node's cache beyond the ``keep`` used last, but none used
+    within ``in_use_s``; the digests removed. (Attempts run in their own copy, so a snapshot
+    removed later only has to be sent again.)"""
+    import shutil
+    import time
+
+    try:
+        entries = [e for e in cache.iterdir() if e.is_dir() and not e.name.startswith(".")]
+    except OSError:
+        return []
+    entries.sort(key=lambda e: e.stat().st_mtime, reverse=True)
+    cutoff = time.time() - in_use_s
+    removed = []
+    for entry in entries[keep:]:
+        if entry.stat().st_mtime < cutoff:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    return removed

@@ -133,12 +133,18 @@ class NodeRunner:
     # the code -----------------------------------------------------------------------------------
     def has_code(self, digest: str) -> bool:
         """Whether the snapshot ``digest`` is in this node's cache already (nothing to send)."""
-        return (code_cache() / digest).is_dir()
+        from .code_shipping import used
+
+        entry = code_cache() / digest
+        if not entry.is_dir():
+            return False
+        used(entry)  # kept by the cache's pruning while the attempt starts
+        return True
 
     def receive_code(self, digest: str, data: bytes) -> int:
         """The packed snapshot ``digest`` into this node's cache (made whole aside, then renamed:
         a node never runs half a snapshot); the bytes received."""
-        from .code_shipping import unpack_snapshot
+        from .code_shipping import prune_cache, unpack_snapshot, used
 
         cache = code_cache()
         cache.mkdir(parents=True, exist_ok=True)
@@ -151,6 +157,8 @@ class NodeRunner:
                 os.rename(aside / "code", cache / digest)
         finally:
             shutil.rmtree(aside, ignore_errors=True)
+        used(cache / digest)
+        prune_cache(cache)
         return len(data)
 
     # a folder of the node: a job run's checkpoints (node_folders.py) ---------------------------
