@@ -143,6 +143,23 @@ class HeadWorkloads:
         ]
         assert not found, f"the Ray token is in {found}"
 
+    def submit(self, name: str, script: str, fields: str) -> str:
+        """``air run`` on the head of a 1-node job running ``script`` (as ``name.py``) on a
+        worker, with the YAML ``fields``; its id, at once."""
+        from workloads_support import write
+
+        write(self.work, f"{name}.py", script)
+        spec = write(
+            self.work,
+            f"{name}.yaml",
+            f"{fields}compute: {{num_nodes: 1, accelerator_type: CPU, backend: ray}}\n"
+            f"command: python {name}.py\n",
+        )
+        command = [sys.executable, "-m", "jupyter_air.cli", "run", str(spec), "-o", "json"]
+        return str(
+            json.loads(self.rig.run(self.rig.head, command, cwd=str(self.work)).stdout)["id"]
+        )
+
     def metrics(self, *run_ids: str) -> list[dict[str, Any]]:
         """Each run's status and metrics, asked of the embedded MLflow server on the head."""
         done = self.rig.python(self.rig.head, RUN_METRICS, str(self.data), *run_ids)
@@ -399,20 +416,12 @@ def test_a_host_cut_mid_attempt_fails_it_naming_the_host_and_the_retry_resumes_o
     naming that host; the retry is placed on the worker that remains and resumes there from the
     checkpoint its node had saved in $JUPYTER_AIR_CHECKPOINT_DIR (brought home through Ray while
     the attempt ran), and succeeds."""
-    from workloads_support import wait_for, write
+    from workloads_support import wait_for
 
     from jupyter_air.workloads.paths import checkpoint_home
 
-    rig, store, work = head_workloads.rig, head_workloads.store, head_workloads.work
-    write(work, "steady.py", STEADY)
-    spec = write(
-        work,
-        "steady.yaml",
-        "experiment_name: rig-cut\nmax_retries: 1\n"
-        "compute: {num_nodes: 1, accelerator_type: CPU, backend: ray}\ncommand: python steady.py\n",
-    )
-    command = [sys.executable, "-m", "jupyter_air.cli", "run", str(spec), "-o", "json"]
-    job_id = json.loads(rig.run(rig.head, command, cwd=str(work)).stdout)["id"]
+    rig, store = head_workloads.rig, head_workloads.store
+    job_id = head_workloads.submit("steady", STEADY, "experiment_name: rig-cut\nmax_retries: 1\n")
     home = checkpoint_home(head_workloads.data, job_id) / "node_0" / "epoch.txt"
     deadline = time.monotonic() + 240
     while not (home.exists() and int(home.read_text()) >= 20):  # home while it runs: twice
@@ -456,18 +465,10 @@ def test_a_short_network_cut_loses_no_line_of_a_node(head_workloads: HeadWorkloa
     """A worker's link down for 8 s while its command prints: the lines written meanwhile wait
     on the node and reach the Jupyter host when the link is back, every one, in order, and
     the attempt goes on to succeed (a cut shorter than Ray's and jupyter-air's patience)."""
-    from workloads_support import wait_for, write
+    from workloads_support import wait_for
 
-    rig, store, work = head_workloads.rig, head_workloads.store, head_workloads.work
-    write(work, "count.py", COUNT)
-    spec = write(
-        work,
-        "count.yaml",
-        "experiment_name: rig-blip\n"
-        "compute: {num_nodes: 1, accelerator_type: CPU, backend: ray}\ncommand: python count.py\n",
-    )
-    command = [sys.executable, "-m", "jupyter_air.cli", "run", str(spec), "-o", "json"]
-    job_id = json.loads(rig.run(rig.head, command, cwd=str(work)).stdout)["id"]
+    rig, store = head_workloads.rig, head_workloads.store
+    job_id = head_workloads.submit("count", COUNT, "experiment_name: rig-blip\n")
     deadline = time.monotonic() + 180
     while len(_lines(store, job_id)) < 20:  # the command runs, its lines arrive
         assert time.monotonic() < deadline, "no line arrived"
