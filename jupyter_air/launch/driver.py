@@ -299,14 +299,8 @@ class Launch:
 
     def _report_restarts(self) -> None:
         """Say in the cell each restart of the ranks torch elastic made since the last look."""
-        if self.restarts is None:
-            return
-        lines = self.restarts.lines()
-        if lines and self.output is not None:
-            self.output.pump()  # the round's last lines first
-            self.output.err.close_open_line()
-        for line in lines:
-            print(line, file=sys.stderr, flush=True)
+        if self.restarts is not None:
+            self.restarts.say(self.output)
 
     def _finish(self, outcome: dict[str, Any] | None) -> list[Any]:
         __tracebackhide__ = True

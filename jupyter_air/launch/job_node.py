@@ -57,14 +57,13 @@ def main(argv: list[str]) -> int:
     most = int(call.get("max_restarts", 0))
     news = RestartNews(run_dir, most) if most else None
     while agent.poll() is None:
-        for line in news.lines() if news is not None else ():
-            output.pump()  # the round's last lines first
-            print(line, file=sys.stderr, flush=True)
+        if news is not None:
+            news.say(output)
         if not output.pump():
             time.sleep(POLL_S)
     output.pump(final=True)
     if news is not None:
-        news.lines()
+        news.say(output)
         _tag_restarts(news.said)
     outcome = run_dir.read_json(run_dir.outcome) or {}
     if outcome.get("state") == "succeeded":

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..files import write_json
 from .rundir import RunDir
+
+if TYPE_CHECKING:
+    from .output import RankOutput
 
 
 def set_round_aside(run_dir: RunDir, restart: int, ranks: list[int]) -> None:
@@ -71,3 +76,12 @@ class RestartNews:
             )
             self.said += 1
         return lines
+
+    def say(self, output: RankOutput | None) -> None:
+        """The restarts not said yet, on stderr, after the last lines of the round before."""
+        lines = self.lines()
+        if lines and output is not None:
+            output.pump()
+            output.err.close_open_line()
+        for line in lines:
+            print(line, file=sys.stderr, flush=True)
