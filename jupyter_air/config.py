@@ -207,7 +207,8 @@ CHECKPOINT_DIR = _s(
 )
 GROUP = _s(
     "GROUP",
-    "The node a command belongs to on a Ray node: what it leaves is found by it.",
+    "The node group a command belongs to (on this machine or a Ray node): what it leaves is "
+    "found by it.",
     kind=HANDOFF,
 )
 NODE_IP = _s("NODE_IP", "The address Ray knows for the node a command runs on.", kind=HANDOFF)

@@ -6,7 +6,8 @@ jupyter-air starts what it runs in a session of its own and stops it with ``stop
 embedded MLflow server, workload nodes (on this machine or a Ray node), ``@distributed`` agents.
 Also: starting a process detached (``spawn_detached``: supervisors), and finding and stopping the
 processes that carry a job's id (``config.JOB_ID``, or a node group's) in their environment,
-whatever process group they ended up in.
+whatever process group they ended up in; and keeping an interrupt from cutting a stop short
+(``ignore_sigint``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 
@@ -277,3 +278,16 @@ def kill_job_processes(job_id: str, variable: str, grace_s: float = 5.0) -> list
     pids = job_processes(job_id, variable)
     stop_processes(pids, grace_s, {pid: process_start_time(pid) for pid in pids})
     return pids
+
+
+@contextlib.contextmanager
+def ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored in this block (on the main thread): stopping the ranks is not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

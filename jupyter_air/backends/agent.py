@@ -7,7 +7,12 @@ exit 0, one fails (a non-zero exit, a signal, its node lost), the timeout passes
 asked; then stops whatever still runs (SIGTERM, SIGKILL after the grace period), brings the last
 log lines home and checks that nothing of the job is left on any node. A failed attempt is
 followed by another while the budget lasts. What an attempt means beyond its processes — an
-MLflow run, the job store, the logs' index — is the caller's, through ``AttemptHooks``.
+MLflow run, the job store, the logs' index; a ``.distributed()`` call's output in its cell —
+is the caller's, through ``AttemptHooks``.
+
+Its callers: a workload's supervisor (every attempt of a job run, on the local or Ray backend)
+and a ``.distributed()`` call in the kernel (one attempt: its launcher agents on this machine or
+on Ray nodes; an interrupt stops them as a cancel would, and then goes on up).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..api.enums import JobStatus
+from ..pids import ignore_sigint
 from .base import Backend, GroupLaunch, NodeGroup, NodeState, PlacementError, QueueTimeout
 
 log = logging.getLogger(__name__)
@@ -45,7 +51,8 @@ class AttemptHooks(Protocol):
 
     def started(self, attempt: int, group: NodeGroup) -> None: ...
 
-    def tick(self, attempt: int, group: NodeGroup) -> None: ...
+    def tick(self, attempt: int, group: NodeGroup) -> bool | None:
+        """Every ``tick_s`` while the nodes run; True: it had work, look again at once."""
 
     def ended(self, attempt: int, group: NodeGroup | None, outcome: Outcome) -> None: ...
 
@@ -78,8 +85,24 @@ class GroupAgent:
         poll_s: float = 0.1,
         failing: Callable[[], str | None] | None = None,
         wait_for_room: Callable[[int], bool] | None = None,
+        tick_s: float = TICK_S,
+        start: Callable[[GroupLaunch], NodeGroup] | None = None,
+        release: Callable[[NodeGroup, Outcome], None] | None = None,
+        close_backend: bool = True,
+        raise_errors: bool = False,
     ) -> None:
         self.backend = backend
+        self.tick_s = tick_s
+        # how an attempt's nodes start (``backend.start``, or nodes kept from a call before) and
+        # how they are released at its end (``group.close()``)
+        self.start = start or backend.start
+        self.release = release or (lambda group, _outcome: group.close())
+        self.close_backend = close_backend  # False: the backend outlives this run
+        # True: an error that keeps an attempt from running (placement included) is raised once
+        # its nodes are stopped, rather than made the attempt's outcome
+        self.raise_errors = raise_errors
+        self.stopped_in_s: float | None = None  # the last stop of nodes that still ran
+        self.left: list[str] | None = None  # what the last attempt left running (stopped)
         # attempt k's wait in its queue until its resources are held (False: cancelled
         # meanwhile; raises QueueTimeout, PlacementError)
         self.wait_for_room = wait_for_room
@@ -118,7 +141,8 @@ class GroupAgent:
             self._shutdown()
         assert last is not None
         tries = f"{total} attempt{'s' if total != 1 else ''}"
-        return Outcome(FAILED, f"{last.reason} (failed {tries})", last.exit_code, last.signal)
+        reason = f"{last.reason} (failed {tries})"
+        return Outcome(FAILED, reason, last.exit_code, last.signal, last.timed_out)
 
     def _attempt(self, attempt: int) -> Outcome:
         waited = self._queue(attempt)
@@ -131,17 +155,25 @@ class GroupAgent:
             group = self._start_workers(launch)
             self.hooks.started(attempt, group)
             outcome = self._monitor_workers(attempt, group)
-        except PlacementError as error:
-            outcome = Outcome(FAILED, str(error))
         except Exception as error:
-            log.exception("attempt %d", attempt)
-            outcome = Outcome(FAILED, f"could not run the command: {error}")
+            placement = isinstance(error, PlacementError)
+            reason = str(error) if placement else f"could not run the command: {error}"
+            outcome = Outcome(FAILED, reason)
+            if self.raise_errors:  # stopped, then the caller's to tell
+                raise
+            if not placement:
+                log.exception("attempt %d", attempt)
+        except BaseException:  # an interrupt (the kernel's Ctrl-C), an exit: stopped, then raised
+            outcome = Outcome(CANCELLED, "interrupted")
+            raise
         finally:
-            if group is not None:
-                self._stop_workers(group)
-            self.hooks.ended(attempt, group, outcome)
-            if group is not None:
-                group.close()
+            # another interrupt meanwhile does not cut the stop short
+            with ignore_sigint():
+                if group is not None:
+                    self._stop_workers(group)
+                self.hooks.ended(attempt, group, outcome)
+                if group is not None:
+                    self.release(group, outcome)
         return outcome
 
     def _queue(self, attempt: int) -> Outcome | None:
@@ -160,12 +192,13 @@ class GroupAgent:
 
     # the four steps ----------------------------------------------------------------------------
     def _start_workers(self, launch: GroupLaunch) -> NodeGroup:
-        return self.backend.start(launch)
+        return self.start(launch)
 
     def _monitor_workers(self, attempt: int, group: NodeGroup) -> Outcome:
         deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
-        next_tick = time.monotonic() + TICK_S
+        next_tick = time.monotonic() + self.tick_s
         poll_s = getattr(group, "poll_s", self.poll_s)
+        busy = False
         while True:
             states = group.poll()
             failed = [s for s in states if s.failed]
@@ -177,7 +210,7 @@ class GroupAgent:
             why = self.failing() if self.failing is not None else None
             if why is not None:
                 return Outcome(FAILED, why)
-            if self.wake.wait(poll_s) or self.cancelled():
+            if self.wake.wait(0 if busy else poll_s) or self.cancelled():
                 self.wake.clear()
                 if self.cancelled():
                     return Outcome(CANCELLED, self.cancel_reason())
@@ -186,14 +219,19 @@ class GroupAgent:
                 return Outcome(
                     FAILED, f"timed out after {minutes} min (timeout_minutes)", timed_out=True
                 )
-            if time.monotonic() > next_tick:
-                self.hooks.tick(attempt, group)
-                next_tick = time.monotonic() + TICK_S
+            busy = False
+            if time.monotonic() >= next_tick:
+                busy = bool(self.hooks.tick(attempt, group))
+                next_tick = time.monotonic() + self.tick_s
 
     def _stop_workers(self, group: NodeGroup) -> None:
         """Stop what still runs, bring the last lines home, and check nothing is left."""
+        started = time.monotonic()
         try:
+            running = any(state.running for state in group.poll())
             group.stop(self.grace_s)
+            if running:
+                self.stopped_in_s = time.monotonic() - started
         except Exception:
             log.exception("stopping the nodes")
         try:
@@ -201,13 +239,15 @@ class GroupAgent:
         except Exception:
             log.exception("bringing the last log lines home")
         try:
-            left = group.leftovers(grace_s=1.0)
+            left = self.left = group.leftovers(grace_s=1.0)
             if left:
                 log.warning("stopped what the job left running: %s", ", ".join(left))
         except Exception:
             log.exception("looking for what the job left running")
 
     def _shutdown(self) -> None:
+        if not self.close_backend:
+            return
         try:
             self.backend.close()
         except Exception:

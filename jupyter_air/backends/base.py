@@ -120,7 +120,9 @@ class NodeLaunch:
     env: Mapping[str, str]
     cwd: str
     writer: LogWriter
-    gpus: tuple[int, ...] = ()  # the local backend: GPUs assigned at submission
+    # the local backend: GPUs assigned at submission, or (a call) the kernel's by their
+    # CUDA_VISIBLE_DEVICES names; None leaves the variable as the environment has it
+    gpus: tuple[int | str, ...] | None = ()
     # files the command needs on its node, put in a folder of the node's own whose path
     # replaces "{folder}" in ``argv`` (values: bytes, or a Ray object reference to them)
     files: Mapping[str, Any] = field(default_factory=dict)
@@ -257,7 +259,7 @@ def node_environment(
     master_addr: str,
     master_port: int,
     owned: Mapping[str, str],
-    cuda_visible_devices: str,
+    cuda_visible_devices: str | None,
     uses_gpus: bool,
 ) -> dict[str, str]:
     """The environment of node ``node``: the node's own (``base``), our defaults, then what the
@@ -293,13 +295,9 @@ def node_environment(
         )
     env.update(defaults)
     env.update(owned)
-    env.update(
-        {
-            "NODE_RANK": str(node),
-            "NNODES": str(num_nodes),
-            "CUDA_VISIBLE_DEVICES": cuda_visible_devices,
-        }
-    )
+    env.update({"NODE_RANK": str(node), "NNODES": str(num_nodes)})
+    if cuda_visible_devices is not None:  # None: as the environment has it
+        env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     # each line a Python rank prints reaches the log whole (whole_lines/sitecustomize.py)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (WHOLE_LINES, env.get("PYTHONPATH")) if p)
     return env

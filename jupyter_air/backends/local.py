@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import JOB_ID
+from ..config import GROUP
 from ..pids import kill_group, process_start_time, stop_groups
 from .base import (
     GroupLaunch,
@@ -135,7 +135,7 @@ class LocalBackend:
         port = free_port()
         try:
             for spec in launch.nodes:
-                visible = ",".join(str(i) for i in spec.gpus)
+                visible = None if spec.gpus is None else ",".join(str(i) for i in spec.gpus)
                 env = node_environment(
                     self.environ,
                     node=spec.node,
@@ -146,6 +146,7 @@ class LocalBackend:
                     cuda_visible_devices=visible,
                     uses_gpus=launch.uses_gpus,
                 )
+                env[GROUP.name] = group.marker  # what the node leaves is found by it
                 argv = _in_folder(spec)
                 handle = start_node(spec.node, argv, env=env, cwd=spec.cwd, writer=spec.writer)
                 group.processes.append(handle)
@@ -155,7 +156,7 @@ class LocalBackend:
                         host=socket.gethostname(),
                         pid=handle.pid,
                         started=handle.started,
-                        gpus=visible,
+                        gpus=env.get("CUDA_VISIBLE_DEVICES", ""),
                     )
                 )
         except BaseException:
@@ -187,6 +188,7 @@ class LocalGroup:
 
     def __init__(self, launch: GroupLaunch) -> None:
         self.launch = launch
+        self.marker = f"{launch.job_id}/{launch.attempt}"  # config.GROUP of every node
         self.nodes: list[NodeInfo] = []
         self.processes: list[NodeProcess] = []
         self.monitors: list[Any] = []
@@ -234,7 +236,7 @@ class LocalGroup:
     def leftovers(self, grace_s: float) -> list[str]:
         from ..pids import kill_job_processes
 
-        pids = kill_job_processes(self.launch.job_id, JOB_ID.name, grace_s=grace_s)
+        pids = kill_job_processes(self.marker, GROUP.name, grace_s=grace_s)
         return [f"pid {pid} on this machine" for pid in pids]
 
     def forget_checkpoints(self) -> None:

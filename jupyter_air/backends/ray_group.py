@@ -53,6 +53,7 @@ class Placed:
 
 class RayGroup:
     backend = "ray"
+    poll_s = 0.1  # each poll asks every node: not at a faster caller's pace
 
     def __init__(self, launch: GroupLaunch, placement: Any, actors: list[Any]) -> None:
         self.launch = launch

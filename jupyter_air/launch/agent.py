@@ -9,6 +9,10 @@ exit codes and signals), stopped by a signal, or a launcher error. When elastic 
 still running (after the first failure, or when the agent is signalled) it notes which in the run
 folder first, so that none of them is taken for the cause.
 
+The same agent is the command of each node of a ``.distributed(remote=True)`` job run: given a
+folder with the call and no settings, it takes them from the call and prints the ranks' output
+as the node's log (launch/node_output.py).
+
 Why a process and not a thread of the kernel: elastic installs signal handlers (SIGTERM, SIGINT,
 …) to stop its ranks, which Python allows only in a main thread; and a process of its own can be
 stopped, and outlive nothing: it dies with the kernel (parent watch) and ranks die with it.
@@ -37,8 +41,16 @@ def main(argv: list[str]) -> int:
         return 2
     run_dir = RunDir(argv[0])
     settings = run_dir.read_json(run_dir.launch)
+    node_output = None
+    if settings is None:  # a node of a job run: the call's settings, its output our own
+        from .node_output import NodeOutput, job_settings
+
+        settings = job_settings(run_dir)
+        if settings is not None:
+            write_json(run_dir.launch, settings)
+            node_output = NodeOutput(run_dir, settings).start()
     if settings is None:
-        print(f"jupyter-air agent: no launch settings in {run_dir}", file=sys.stderr)
+        print(f"jupyter-air agent: no launch settings or call in {run_dir}", file=sys.stderr)
         return 2
     parent_lost = _watch_driver(settings)
     started = time.time()
@@ -51,6 +63,8 @@ def main(argv: list[str]) -> int:
     outcome["ended"] = time.time()
     outcome["parent_lost"] = parent_lost["lost"]
     write_json(run_dir.outcome, outcome)
+    if node_output is not None:
+        node_output.finish(outcome)
     if parent_lost["lost"]:
         _end_orphaned_run(settings)
     return 0 if outcome["state"] == "succeeded" else 1

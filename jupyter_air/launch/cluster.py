@@ -7,7 +7,8 @@ elastic) with ``nnodes=M`` and the c10d rendezvous on node 0's address, so the r
 torchrun's environment everywhere (global ranks across nodes). The cloudpickled call travels
 through Ray's object store — no shared filesystem. Each node's run folder is brought into the
 kernel's as it changes (the ranks' output, results, error records, the agent's outcome), so
-the single-node machinery applies unchanged: output streamed into the cell, prefixed
+the single-node machinery applies unchanged: the call is one attempt of the supervision core
+(backends/agent.py) on the Ray backend, with output streamed into the cell, prefixed
 ``[node k rank r]``; results in global rank order; the first failing rank's own exception.
 Interrupt, timeout and kernel death stop every node (the actors' keepers stop the commands if
 the kernel dies); what is left is checked on every node.
@@ -20,19 +21,22 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..backends.agent import Outcome
+from ..backends.base import GroupLaunch, NodeGroup, NodeLaunch
 from ..config import SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
+from ..logs.logfile import LogWriter
 from ..tracking.identity import credentials_env
 from .cluster_plan import ClusterPlan
-from .devices import say_once
+from .devices import DevicePlan, say_once
 from .driver import Launch
 from .errors import DistributedError
 from .kept_nodes import keep_seconds, kept_nodes
 from .options import LaunchOptions
-from .processes import ignore_sigint, stop_signal_name
-from .rundir import record_stops
+from .rundir import RunDir
 
 if TYPE_CHECKING:
     from ..backends.ray_backend import RayBackend
@@ -46,32 +50,6 @@ class NodeLostError(DistributedError):
     """A node of the call went away (its machine, its Ray node) before the call ended."""
 
 
-class _Nodes:
-    """The call's nodes as the single-node code sees its agent process: ``poll()`` is None while
-    one of them runs, then the first non-zero exit code (or 0)."""
-
-    def __init__(self, group: RayGroup, every_s: float = 0.1) -> None:
-        self.group = group
-        self.returncode: int | None = None
-        self.pid = 0
-        self.every_s = every_s  # each poll asks every node: not at the driver loop's pace
-        self._asked = 0.0
-
-    def poll(self) -> int | None:
-        if self.returncode is not None:
-            return self.returncode
-        now = time.monotonic()
-        if now - self._asked < self.every_s:
-            return None
-        self._asked = now
-        states = self.group.poll()
-        if any(s.running for s in states) and not any(s.lost for s in states):
-            return None
-        codes = [s.exit_code if s.exit_code is not None else -(s.signal or 9) for s in states]
-        self.returncode = next((c for c in codes if c != 0), 0)
-        return self.returncode
-
-
 class ClusterLaunch(Launch):
     """One ``.distributed()`` call on ``plan.nodes`` Ray nodes (see the module's docstring)."""
 
@@ -83,17 +61,15 @@ class ClusterLaunch(Launch):
         payload: bytes,
         backend: RayBackend,
     ) -> None:
-        from .devices import DevicePlan
-
         total = plan.nodes * plan.nproc
         single = DevicePlan(total, plan.kind, None, plan.note)
-        super().__init__(name, options, single, payload)
+        super().__init__(name, options, single, payload, backend)
         self.cluster = plan
-        self.backend = backend
-        self.group: RayGroup | None = None
+        self.ray = backend
+        self.ray_group: RayGroup | None = None
         self.offsets: list[dict[str, int]] = []
+        self._origin: dict[int, int] = {}  # rank → the node its files came from
         self._synced = 0.0
-        self._left: list[str] | None = None  # what the end's check found on the nodes
         self._checkpoints: CheckpointSync | None = None  # the nodes' checkpoint folders
 
     @property
@@ -112,7 +88,7 @@ class ClusterLaunch(Launch):
         node = self._rank_node(rank)
         if node is None:
             return None
-        group = self.group
+        group = self.ray_group
         host = group.nodes[node].host if group is not None and node < len(group.nodes) else "?"
         return node, host
 
@@ -123,8 +99,9 @@ class ClusterLaunch(Launch):
         return settings
 
     def worker_env(self) -> dict[str, str]:
-        """What the ranks get from the kernel on another machine: jupyter-air's part, not the
-        kernel's whole environment (paths of this machine mean nothing there)."""
+        """What the ranks get from the kernel on another machine: jupyter-air's part (the
+        kernel's whole environment stays here: paths of this machine mean nothing there), the
+        tracking server's token and user included."""
         env: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
         if self.mlflow_run is not None:
             env.update(self.mlflow_run.env())
@@ -137,18 +114,16 @@ class ClusterLaunch(Launch):
         # the checkpoint folder: the node's own, which the backend sets (_node_checkpoints)
         return self._with_call_env(env)
 
-    def _start_agent(self) -> None:
+    def _group_launch(self, run_dir: RunDir) -> GroupLaunch:
+        """A node per Ray node; the call and the agent's settings travel through Ray's object
+        store to a folder of each node's own."""
         import ray
 
-        from ..backends.base import GroupLaunch, NodeLaunch
-        from ..logs.logfile import LogWriter
-        from .output import RankOutput
-
-        run_dir = self.run_dir
-        assert run_dir is not None
-        self._origin: dict[int, int] = {}
         settings = json.dumps(self._settings()).encode()
         payload = ray.put(self.payload)  # once, for every node, through the object store
+        self.writers = [
+            LogWriter(run_dir.path / f"agent-node-{k}.log") for k in range(self.cluster.nodes)
+        ]
         # the node's own interpreter (first on its PATH), not a path of this machine
         argv = ["python", "-m", "jupyter_air.launch.agent", "{folder}"]
         nodes = [
@@ -157,30 +132,30 @@ class ClusterLaunch(Launch):
                 argv=argv,
                 env=self.worker_env(),
                 cwd=os.getcwd(),
-                writer=LogWriter(run_dir.path / f"agent-node-{k}.log"),
+                writer=writer,
                 files={"payload.pkl": payload, "launch.json": settings},
             )
-            for k in range(self.cluster.nodes)
+            for k, writer in enumerate(self.writers)
         ]
-        launch = GroupLaunch(
-            job_id=f"call-{run_dir.path.name}"[-60:],
-            attempt=1,
-            nodes=nodes,
-            accelerators=self.cluster.nproc if self.cluster.kind == "gpu" else 0,
-            accelerator_type="GPU" if self.cluster.kind == "gpu" else "CPU",
-            grace_s=self.options.grace_period,
+        self.offsets = [{} for _ in nodes]
+        return replace(
+            self._shape(run_dir, nodes, self.cluster.nproc),
             relay_tracking=True,  # the embedded server, to nodes on other hosts
             snapshot_if_unseen=self._snapshot,
             checkpoints=self._node_checkpoints,
         )
-        self.offsets = [{} for _ in nodes]
-        self.output = RankOutput(
-            run_dir, self.plan.nproc, self.options.output, node_of=self._rank_node
-        )
+
+    def _start_group(self, launch: GroupLaunch) -> NodeGroup:
+        """The nodes a call of the same shape kept, or new ones."""
         from ..backends.ray_group import launch_shape
 
-        self.group = self.backend.start(launch, kept=kept_nodes().take(launch_shape(launch)))
-        self.agent = _Nodes(self.group)  # type: ignore[assignment]
+        return self.ray.start(launch, kept=kept_nodes().take(launch_shape(launch)))
+
+    def started(self, attempt: int, group: NodeGroup) -> None:
+        from ..backends.ray_group import RayGroup
+
+        assert isinstance(group, RayGroup)
+        self.group = self.ray_group = group
         if self.mlflow_run is not None:
             self._start_node_metrics()
 
@@ -248,14 +223,14 @@ class ClusterLaunch(Launch):
     def _start_node_metrics(self) -> None:
         from ..backends.base import Metrics
 
-        assert self.group is not None and self.mlflow_run is not None
+        assert self.ray_group is not None and self.mlflow_run is not None
         env = {"MLFLOW_TRACKING_URI": self.mlflow_run.tracking_uri}
         token = os.environ.get("MLFLOW_TRACKING_TOKEN")
         if token:
             env["MLFLOW_TRACKING_TOKEN"] = token
         env.update(credentials_env())
         with contextlib.suppress(Exception):  # the call matters; its metrics are a nicety
-            self.group.start_metrics(
+            self.ray_group.start_metrics(
                 Metrics(self.mlflow_run.run_id, env, SYSTEM_METRICS_INTERVAL_S.number())
             )
 
@@ -265,7 +240,7 @@ class ClusterLaunch(Launch):
         few times a second: each time asks every node)."""
         import ray
 
-        group = self.group
+        group = self.ray_group
         run_dir = self.run_dir
         if group is None or run_dir is None:
             return
@@ -318,12 +293,10 @@ class ClusterLaunch(Launch):
             partial.unlink()
 
     def _outcome(self) -> dict[str, Any] | None:
-        """The agents' outcomes as one: succeeded when every node did."""
+        """The agents' outcomes as one (each brought home when the nodes ended): succeeded when
+        every node did."""
         run_dir = self.run_dir
         assert run_dir is not None
-        if self.agent is not None:
-            self.agent.poll()  # the agents' last word is in: what they wrote is all there is
-        self._sync(final=True)
         outcomes = [
             run_dir.read_json(run_dir.path / f"outcome-node-{k}.json")
             for k in range(self.cluster.nodes)
@@ -339,16 +312,15 @@ class ClusterLaunch(Launch):
                 merged.update({k: v for k, v in outcome.items() if k != "failures"})
         return merged
 
-    def _some_rank_failed(self) -> bool:
+    def _some_rank_failed(self, group: NodeGroup) -> bool:
         run_dir = self.run_dir
         assert run_dir is not None
         if any(run_dir.error(rank).exists() for rank in range(self.plan.nproc)):
             return True
-        group = self.group
-        return group is not None and any(code != 0 for code in group.codes.values())
+        return any(code != 0 for code in self.ray_group.codes.values()) if self.ray_group else False
 
     def _lost(self) -> str | None:
-        group = self.group
+        group = self.ray_group
         return next(iter(group.lost.values()), None) if group is not None else None
 
     # stopping ----------------------------------------------------------------------------------
@@ -361,42 +333,9 @@ class ClusterLaunch(Launch):
             if not run_dir.result(r).exists() and not run_dir.error(r).exists()
         ]
 
-    def _kill_ranks(self, last_resort: bool = False) -> None:
-        if self.run_dir is not None:
-            with contextlib.suppress(OSError):
-                sent = stop_signal_name(last_resort)
-                record_stops(self.run_dir, "driver", self._unfinished(), sent)
-        if self.group is not None:
-            self.group.stop(0.0 if last_resort else self.options.grace_period)
-
-    def _any_rank_alive(self) -> bool:
-        return self.agent is not None and self.agent.poll() is None
-
-    def _stop(self, why: str) -> None:
-        """Stop every node (SIGTERM, SIGKILL after the grace period, through its actor), bring
-        the last output home, and check on every node that nothing of the call is left."""
-        group = self.group
-        if group is None:
-            return
-        started = time.monotonic()
-        with ignore_sigint():
-            self._kill_ranks()
-            self._sync_quietly()
-            self._pump_quietly(final=True)
-        self.stopped_in_s = time.monotonic() - started
-
-    def _sync_quietly(self) -> None:
-        with contextlib.suppress(Exception):
-            self._sync(final=True)
-
-    def _wait_ranks_gone(self, timeout_s: float) -> None:
-        group = self.group
-        if group is None:
-            return
-        left = self._left = group.leftovers(grace_s=1.0)
-        if left:
-            print(f"jupyter-air: stopped what the call left running: {', '.join(left)}",
-                  file=sys.stderr)  # fmt: skip
+    def _kill_ranks(self, group: NodeGroup) -> None:
+        self._record_stops(self._unfinished())
+        group.stop(0.0)
 
     def _finish(self, outcome: dict[str, Any] | None) -> list[Any]:
         __tracebackhide__ = True
@@ -410,45 +349,40 @@ class ClusterLaunch(Launch):
             )
         return super()._finish(outcome)
 
-    def _launcher_problem(self, outcome: dict[str, Any] | None) -> str:
-        run_dir = self.run_dir
-        assert run_dir is not None
-        logs = []
-        for k in range(self.cluster.nodes):
-            path = run_dir.path / f"agent-node-{k}.log"
-            text = path.read_text(errors="replace")[-1500:] if path.exists() else ""
-            logs.append(f"--- node {k}\n{text}")
-        state = (outcome or {}).get("state") or "no outcome"
-        return (
-            f"{self.name}.distributed() on {self.cluster.description}: the launchers ended "
-            f"({state}) without results. Their logs:\n" + "\n".join(logs)
+    def _release(self, group: NodeGroup, outcome: Outcome) -> None:
+        """The checkpoints home; the nodes released — or kept for the next call when this one
+        ended on its own (launch/kept_nodes.py)."""
+        ray_group = self.ray_group
+        if ray_group is None:
+            group.close()
+            return
+        self._checkpoints_home(ray_group)
+        with contextlib.suppress(Exception):
+            ray_group.finish_metrics()
+        supervisor = self.supervisor
+        keep_s = keep_seconds(self.options.keep_nodes)
+        reusable = (
+            keep_s > 0
+            and supervisor is not None
+            and supervisor.stopped_in_s is None
+            and supervisor.left == []
+            and ray_group.reusable
         )
+        try:
+            ray_group.close(keep=reusable)
+            if reusable:
+                kept_nodes().keep(ray_group.placed, keep_s)
+                say_once(
+                    f"jupyter-air: the call's {self.cluster.nodes} Ray nodes are kept up "
+                    f"to {keep_s:g} s for the next call of this shape, which then starts "
+                    "at once (they make way for any job that waits for them); "
+                    "keep_nodes=0 releases them at the end of each call "
+                    "(docs/distributed.md)."
+                )
+        except Exception:
+            with contextlib.suppress(Exception):
+                ray_group.placed.release()
 
     def close(self) -> None:
-        """Release the nodes — or keep them for the next call when this one ended cleanly
-        (launch/kept_nodes.py) — and the connection when nothing else uses it."""
-        group, self.group = self.group, None
-        kept = kept_nodes()
-        if group is not None:
-            self._checkpoints_home(group)
-            with contextlib.suppress(Exception):
-                group.finish_metrics()
-            keep_s = keep_seconds(self.options.keep_nodes)
-            reusable = (
-                keep_s > 0 and self.stopped_in_s is None and self._left == [] and group.reusable
-            )
-            try:
-                group.close(keep=reusable)
-                if reusable:
-                    kept.keep(group.placed, keep_s)
-                    say_once(
-                        f"jupyter-air: the call's {self.cluster.nodes} Ray nodes are kept up "
-                        f"to {keep_s:g} s for the next call of this shape, which then starts "
-                        "at once (they make way for any job that waits for them); "
-                        "keep_nodes=0 releases them at the end of each call "
-                        "(docs/distributed.md)."
-                    )
-            except Exception:
-                with contextlib.suppress(Exception):
-                    group.placed.release()
-        kept.done(self.backend)
+        """The connection closed when nothing else uses it."""
+        kept_nodes().done(self.ray)

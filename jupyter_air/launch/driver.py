@@ -1,47 +1,41 @@
 """One ``.distributed()`` call run from the kernel (``Launch``; launch/cluster.py's
-``ClusterLaunch`` extends it to Ray nodes), from start to the value or error it gives back.
+``ClusterLaunch`` places it on Ray nodes), from start to the value or error it gives back.
 
 In order (launch/call.py checked torch is installed, picked the devices and pickled the call,
 failing before anything starts): start the MLflow run and show it in the cell, hold GPU
-sampling awake, start the agent process, stream every rank's output into the cell while it runs,
-then collect the results in rank order or raise the first failing rank's error. An interrupt,
-the ``timeout`` or any error here stops every rank (SIGTERM, then SIGKILL after
-``grace_period``) and checks each pid is gone; the run ends FINISHED, FAILED or KILLED
-accordingly.
+sampling awake, then run the call's launcher agent as one attempt of the supervision core
+(backends/agent.py ``GroupAgent``, the one a workload's supervisor runs) on the local backend —
+one node, this machine — streaming every rank's output into the cell at each of its ticks; then
+collect the results in rank order or raise the first failing rank's error. An interrupt, the
+``timeout`` or any error stops the node as a workload's cancel does (SIGTERM, then SIGKILL after
+``grace_period``, then whatever the call left, found by its group's mark); the run ends
+FINISHED, FAILED or KILLED accordingly.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..backends.agent import GroupAgent, Outcome
+from ..backends.base import Backend, GroupLaunch, NodeGroup, NodeLaunch
 from ..config import CHECKPOINT_DIR
 from ..files import write_atomic, write_json
-from ..pids import kill_group
+from ..logs.logfile import PREFIX, LogWriter
 from ..tracking.naming import TAG_RESTARTS
 from ..tracking.system_metrics import quiet_system_metrics_logs
+from .at_exit import stopped_at_exit
 from .checkpoint import checkpoint_folder, resumed_key
 from .devices import DevicePlan
 from .errors import DistributedTimeoutError, LauncherError
 from .failures import collect_failures, rank_error
 from .output import RankOutput
-from .processes import (
-    RankProcess,
-    ignore_sigint,
-    signal_group,
-    signal_name,
-    stop_signal_name,
-)
+from .processes import RankWatch, signal_name
 from .restarts import RestartNews
 from .rundir import RunDir, create_run_dir, record_stops
 
@@ -56,28 +50,40 @@ TAG_FUNCTION = "jupyter_air.function"
 TAG_RANKS = "jupyter_air.ranks"
 TAG_ERROR = "jupyter_air.error"
 
-_live: set[Launch] = set()  # launches running in this process, stopped at exit
-_live_lock = threading.Lock()
-_atexit_registered = False
-
 
 class Launch:
-    def __init__(self, name: str, options: LaunchOptions, plan: DevicePlan, payload: bytes) -> None:
+    """The call, and the supervision core's hooks for its one attempt (``AttemptHooks``)."""
+
+    def __init__(
+        self,
+        name: str,
+        options: LaunchOptions,
+        plan: DevicePlan,
+        payload: bytes,
+        backend: Backend | None = None,  # None: the local backend, this machine
+    ) -> None:
         self.name = name
         self.options = options
         self.plan = plan
         self.payload = payload
+        self.backend = backend
         self.run_dir: RunDir | None = None
         self.mlflow_run: ManagedRun | None = None
-        self.agent: subprocess.Popen[bytes] | None = None
+        self.group: NodeGroup | None = None  # the call's nodes, once started
+        self.supervisor: GroupAgent | None = None  # the supervision core, running the call
+        self.ended_with: Outcome | None = None  # how it saw the nodes end
+        self.writers: list[LogWriter] = []  # the nodes' launcher logs
         self.output: RankOutput | None = None
-        self.ranks: dict[int, RankProcess] = {}
+        self.ranks: RankWatch | None = None  # this machine's ranks, by their pid files
         self.stopped_in_s: float | None = None
         self._error_text: str | None = None  # tagged on a FAILED run
         self._display: RunDisplay | None = None
         self.live: LiveCall | None = None  # the widget in the cell, where one can be shown
         self.checkpoint_dir: Path | None = None  # every rank's config.CHECKPOINT_DIR
         self.restarts: RestartNews | None = None  # with max_restarts: those said in the cell
+        self._left: list[str] | None = None  # what the end's check found running, and stopped
+        self._failing_since: float | None = None  # a rank failed; the others may hang
+        self._next_check = 0.0
 
     # the call -----------------------------------------------------------------------------------
     def run(self) -> list[Any]:
@@ -93,24 +99,19 @@ class Launch:
             reason = f"distributed {self.name}()" + (
                 f" — run {self.mlflow_run.run_name}" if self.mlflow_run is not None else ""
             )
-            with _hold_gpu_sampling(reason), self._registered():
+            with _hold_gpu_sampling(reason), stopped_at_exit(self):
                 self._start_live()
-                self._start_agent()
-                outcome = self._wait()
-                results = self._finish(outcome)
+                self._supervise()
+                results = self._finish(self._outcome())
             status = "FINISHED"
             return results
         except KeyboardInterrupt:
             status = "KILLED"
-            if self.agent is not None:
-                self._stop("interrupted")
+            if self.group is not None:
                 print(self._stopped_message("Interrupted"), file=sys.stderr, flush=True)
             raise
         except DistributedTimeoutError:
             status = "KILLED"
-            raise
-        except BaseException:
-            self._stop("error")
             raise
         finally:
             self._end_run(status)
@@ -119,8 +120,46 @@ class Launch:
             if self.output is not None:
                 self.output.close()
             self.close()
-            if status == "FINISHED" or self.agent is None:  # nothing to inspect
+            if status == "FINISHED" or self.group is None:  # nothing to inspect
                 self.run_dir.remove()
+
+    def _supervise(self) -> None:
+        """The call's nodes as one attempt of the supervision core, which starts them, ticks
+        (the output, into the cell) while they run, and stops them on the timeout, an interrupt
+        or an error (raised once they are stopped)."""
+        __tracebackhide__ = True
+        from ..backends.local import LocalBackend
+
+        if self.backend is None:
+            self.backend = LocalBackend(_kernel_environment())
+        supervisor = self.supervisor = GroupAgent(
+            self.backend,
+            self,
+            max_restarts=0,  # torch elastic restarts the ranks (max_restarts), not the node
+            grace_s=self.options.grace_period,
+            cancelled=lambda: False,  # an interrupt is the call's cancel
+            cancel_reason=lambda: "interrupted",
+            timeout_s=self.options.timeout,
+            poll_s=POLL_S,
+            tick_s=0.0,
+            start=self._start_group,
+            release=self._release,
+            close_backend=False,
+            raise_errors=True,
+        )
+        try:
+            outcome = supervisor.run()
+        finally:
+            self.stopped_in_s, self._left = supervisor.stopped_in_s, supervisor.left
+        if self._left:
+            print(f"jupyter-air: stopped what the call left running: {', '.join(self._left)}",
+                  file=sys.stderr)  # fmt: skip
+        if outcome.timed_out:
+            raise DistributedTimeoutError(
+                self._stopped_message(
+                    f"{self.name}.distributed() timed out after {self.options.timeout:g} s"
+                )
+            )
 
     def _start_mlflow_run(self, resumed: str | None = None) -> ManagedRun | None:
         """The call's run: a new one, or ``resumed`` (``resume=``)."""
@@ -187,10 +226,14 @@ class Launch:
         return True
 
     def close(self) -> None:
-        """Release what the call holds beyond its processes (nothing on one machine)."""
+        """Release what the call holds beyond its nodes (nothing on one machine)."""
 
     def _where(self, rank: int) -> tuple[int, str] | None:
         """The node a rank ran on and its host, on several nodes."""
+        return None
+
+    def _rank_node(self, rank: int) -> int | None:
+        """The node a rank runs on, on several nodes."""
         return None
 
     def _sync(self, *, final: bool = False) -> None:
@@ -201,7 +244,7 @@ class Launch:
         assert self.run_dir is not None
         return self.run_dir.read_json(self.run_dir.outcome)
 
-    # the agent ----------------------------------------------------------------------------------
+    # the nodes ----------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
         run = self.mlflow_run
         return {
@@ -218,17 +261,12 @@ class Launch:
         }
 
     def worker_env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        backend = env.get("MPLBACKEND", "")
-        if "matplotlib_inline" in backend or "ipympl" in backend:
-            del env["MPLBACKEND"]  # the kernel's inline backend means nothing in a rank
+        """jupyter-air's part of the ranks' environment (the backend adds the node's own)."""
+        env: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
         if self.mlflow_run is not None:
             env.update(self.mlflow_run.env())
-        env.update({"NODE_RANK": "0", "PYTHONUNBUFFERED": "1"})
-        if self.plan.cuda_visible_devices is not None:
-            env["CUDA_VISIBLE_DEVICES"] = self.plan.cuda_visible_devices
-        if self.plan.nproc > 1:
-            env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: no oversubscription
+        if self.plan.nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+            env["OMP_NUM_THREADS"] = "1"  # as torchrun does: no oversubscription
         return self._with_call_env(env)
 
     def _with_call_env(self, env: dict[str, str]) -> dict[str, str]:
@@ -238,64 +276,94 @@ class Launch:
         env.update({str(k): str(v) for k, v in self.options.env.items()})
         return env
 
-    def _start_agent(self) -> None:
+    def prepare(self, attempt: int) -> GroupLaunch:
+        """The launcher agent on each node (``python -m jupyter_air.launch.agent``), and the
+        cell's view of the ranks' output."""
         run_dir = self.run_dir
         assert run_dir is not None
-        write_json(run_dir.launch, self._settings())
-        self.output = RankOutput(run_dir, self.plan.nproc, self.options.output)
+        self.output = RankOutput(
+            run_dir, self.plan.nproc, self.options.output, node_of=self._rank_node
+        )
         if self.options.max_restarts:
             self.restarts = RestartNews(run_dir, self.options.max_restarts)
-        with open(run_dir.agent_log, "wb") as log:
-            self.agent = subprocess.Popen(
-                [sys.executable, "-m", "jupyter_air.launch.agent", str(run_dir.path)],
-                env=self.worker_env(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # the kernel's interrupt (SIGINT to its group) is ours
-                cwd=os.getcwd(),
-            )
-        write_json(run_dir.agent_info, {"pid": self.agent.pid, "started": time.time()})
+        self.ranks = RankWatch(run_dir, self.plan.nproc, restarted=bool(self.options.max_restarts))
+        return self._group_launch(run_dir)
 
-    def _wait(self) -> dict[str, Any] | None:
-        __tracebackhide__ = True
-        assert self.agent is not None and self.output is not None and self.run_dir is not None
-        deadline = (
-            time.monotonic() + self.options.timeout if self.options.timeout is not None else None
+    def _group_launch(self, run_dir: RunDir) -> GroupLaunch:
+        """One node, this machine: the agent works in the run folder itself."""
+        write_json(run_dir.launch, self._settings())
+        self.writers = [LogWriter(run_dir.agent_log)]
+        visible = self.plan.cuda_visible_devices
+        node = NodeLaunch(
+            node=0,
+            argv=[sys.executable, "-m", "jupyter_air.launch.agent", str(run_dir.path)],
+            env=self.worker_env(),
+            cwd=os.getcwd(),
+            writer=self.writers[0],
+            gpus=None if visible is None else tuple(visible.split(",")),
         )
-        failing_since: float | None = None
-        next_check = time.monotonic()
-        while True:
-            self._sync()
-            self._report_restarts()  # before the next round's lines
-            busy = self.output.pump()
-            if self.agent.poll() is not None:
-                break
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                self._stop("timeout")
-                raise DistributedTimeoutError(
-                    self._stopped_message(
-                        f"{self.name}.distributed() timed out after {self.options.timeout:g} s"
-                    )
-                )
-            # elastic waits 30 s for the other ranks after a failure; we keep to grace_period
-            # (with max_restarts, elastic stops and starts the ranks itself: the agent keeps
-            # to grace_period there)
-            if failing_since is None and now >= next_check:
-                next_check = now + 0.25
-                if not self.options.max_restarts and self._some_rank_failed():
-                    failing_since = now
-            elif failing_since is not None and now - failing_since > self.options.grace_period + 1:
-                self._kill_ranks(last_resort=True)
-                failing_since = now
-            if not busy:
-                time.sleep(POLL_S)
-        self._sync(final=True)
-        self.output.pump(final=True)
-        self._report_restarts()
-        self._wait_ranks_gone(timeout_s=self.options.grace_period + 2)
-        return self._outcome()
+        return self._shape(run_dir, [node], self.plan.nproc)
+
+    def _shape(self, run_dir: RunDir, nodes: list[NodeLaunch], per_node: int) -> GroupLaunch:
+        """The call's nodes, ``per_node`` ranks each, as a backend places them."""
+        gpu = self.plan.kind == "gpu"
+        return GroupLaunch(
+            job_id=f"call-{run_dir.path.name}"[-60:],
+            attempt=1,
+            nodes=nodes,
+            accelerators=per_node if gpu else 0,
+            accelerator_type="GPU" if gpu else "CPU",
+            grace_s=self.options.grace_period,
+        )
+
+    def _start_group(self, launch: GroupLaunch) -> NodeGroup:
+        assert self.backend is not None
+        return self.backend.start(launch)
+
+    def started(self, attempt: int, group: NodeGroup) -> None:
+        self.group = group
+        assert self.run_dir is not None
+        pid = group.nodes[0].pid  # the agent, as a run folder left behind says (rundir.py)
+        write_json(self.run_dir.agent_info, {"pid": pid, "started": time.time()})
+
+    def tick(self, attempt: int, group: NodeGroup) -> bool:
+        """While the ranks run: their new output into the cell; True when there was some."""
+        assert self.output is not None
+        self._sync()
+        self._report_restarts()  # before the next round's lines
+        busy = self.output.pump()
+        self._stop_stragglers(group)
+        return busy
+
+    def _stop_stragglers(self, group: NodeGroup) -> None:
+        """After a rank failed, the others get ``grace_period`` to end (elastic stops them, or
+        they fail in their next collective); SIGKILL those still running then. With
+        max_restarts, elastic stops and starts the ranks itself, keeping to grace_period."""
+        if self.options.max_restarts:
+            return
+        now = time.monotonic()
+        if self._failing_since is None:
+            if now >= self._next_check:
+                self._next_check = now + 0.25
+                if self._some_rank_failed(group):
+                    self._failing_since = now
+        elif now - self._failing_since > self.options.grace_period + 1:
+            self._kill_ranks(group)
+            self._failing_since = now
+
+    def ended(self, attempt: int, group: NodeGroup | None, outcome: Outcome) -> None:
+        """The nodes are stopped: the last of the ranks' output into the cell."""
+        self.ended_with = outcome
+        with contextlib.suppress(Exception):
+            self._sync(final=True)
+        self._pump_quietly(final=True)
+        with contextlib.suppress(Exception):
+            self._report_restarts()
+        for writer in self.writers:
+            writer.close()
+
+    def _release(self, group: NodeGroup, outcome: Outcome) -> None:
+        group.close()
 
     def _report_restarts(self) -> None:
         """Say in the cell each restart of the ranks torch elastic made since the last look."""
@@ -332,17 +400,11 @@ class Launch:
         raise LauncherError(self._launcher_problem(outcome))
 
     def _launcher_problem(self, outcome: dict[str, Any] | None) -> str:
-        run_dir = self.run_dir
-        assert run_dir is not None and self.agent is not None
-        log = (
-            run_dir.agent_log.read_text(errors="replace")[-3000:]
-            if run_dir.agent_log.exists()
-            else ""
-        )
-        code = self.agent.returncode
-        if outcome is None and code is not None and code < 0:
-            what = f"the launcher process was killed by {signal_name(-code)}"
+        ended = self.ended_with
+        if outcome is None and ended is not None and ended.signal is not None:
+            what = f"the launcher process was killed by {signal_name(ended.signal)}"
         elif outcome is None:
+            code = ended.exit_code if ended is not None else None
             what = f"the launcher process ended with code {code} and no outcome"
         elif outcome.get("state") == "error":
             what = f"torch elastic failed: {outcome.get('error')}"
@@ -350,95 +412,35 @@ class Launch:
             what = f"the launcher was stopped by {outcome.get('signal')}"
         else:
             what = "the ranks ended without results"
-        return f"{self.name}.distributed(): {what}. Launcher log ({run_dir.agent_log}):\n{log}"
+        logs = "\n".join(
+            f"--- {writer.path}\n{_log_tail(Path(writer.path))}" for writer in self.writers
+        )
+        return f"{self.name}.distributed() on {self.description}: {what}. Launcher logs:\n{logs}"
 
-    # stopping -----------------------------------------------------------------------------------
-    def _some_rank_failed(self) -> bool:
-        run_dir = self.run_dir
-        assert run_dir is not None
-        self._read_ranks()
-        for rank in range(self.plan.nproc):
-            if run_dir.error(rank).exists():
-                return True
-            process = self.ranks.get(rank)
-            if process is not None and not run_dir.result(rank).exists() and not process.alive():
-                return True
-        return False
+    # stopping ---------------------------------------------------------------------------------
+    def _some_rank_failed(self, group: NodeGroup) -> bool:
+        assert self.ranks is not None
+        return self.ranks.failed()
 
-    def _read_ranks(self) -> None:
-        run_dir = self.run_dir
-        assert run_dir is not None
-        for rank in range(self.plan.nproc):
-            known = self.ranks.get(rank)
-            if known is None or self.options.max_restarts:  # a restart starts a new process
-                info = run_dir.read_json(run_dir.pid(rank))
-                if info and (known is None or known.pid != int(info["pid"])):
-                    self.ranks[rank] = RankProcess(rank, int(info["pid"]), float(info["started"]))
+    def _kill_ranks(self, group: NodeGroup) -> None:
+        """SIGKILL to every rank still running, noting first that the launch stopped them."""
+        assert self.ranks is not None
+        alive = self.ranks.alive()
+        self._record_stops([p.rank for p in alive])
+        for process in alive:
+            process.kill()
 
-    def _kill_ranks(self, last_resort: bool = False) -> None:
-        """SIGTERM (SIGKILL as the ``last_resort``) to every rank still running, noting first
-        that the launch stopped them."""
-        self._read_ranks()
-        alive = [process for process in self.ranks.values() if process.alive()]
+    def _record_stops(self, ranks: list[int]) -> None:
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
-                sent = stop_signal_name(last_resort)
-                record_stops(self.run_dir, "driver", [p.rank for p in alive], sent)
-        for process in alive:
-            if last_resort:
-                process.kill()
-            else:
-                process.signal(signal.SIGTERM)
+                record_stops(self.run_dir, "driver", ranks, "SIGKILL")
 
-    def _stop(self, why: str) -> None:
-        """Stop the agent and every rank: SIGTERM, then SIGKILL after the grace period; return
-        when each of them is gone. Another interrupt meanwhile does not cut this short."""
-        agent = self.agent
-        if agent is None:
-            return
-        started = time.monotonic()
-        with ignore_sigint():
-            self._read_ranks()
-            if agent.poll() is None:
-                signal_group(agent.pid, signal.SIGTERM)  # elastic stops its ranks (SIGTERM)
-            self._kill_ranks()  # and directly, those the agent may not reach
-            deadline = started + self.options.grace_period
-            while (agent.poll() is None or self._any_rank_alive()) and (
-                time.monotonic() < deadline
-            ):
-                self._pump_quietly()
-                time.sleep(POLL_S)
-            if agent.poll() is None:
-                kill_group(agent.pid)
-            self._kill_ranks(last_resort=True)  # only those still alive
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                agent.wait(timeout=2)
-            self._wait_ranks_gone(timeout_s=2)
-            self._pump_quietly(final=True)
-        self.stopped_in_s = time.monotonic() - started
-
-    def _any_rank_alive(self) -> bool:
-        self._read_ranks()
-        return any(p.alive() for p in self.ranks.values())
-
-    def _wait_ranks_gone(self, timeout_s: float) -> None:
-        """Wait for every rank to be gone; SIGKILL those left at the deadline, and say so if
-        even that fails (a process stuck in the kernel, e.g. on a hung GPU)."""
-        deadline = time.monotonic() + timeout_s
-        killed = False
-        while self._any_rank_alive():
-            if time.monotonic() >= deadline:
-                if killed:
-                    left = [p.pid for p in self.ranks.values() if p.alive()]
-                    print(
-                        f"jupyter-air: rank processes {left} did not exit after SIGKILL "
-                        "(stuck in the operating system, e.g. on a hung device).",
-                        file=sys.stderr,
-                    )
-                    return
-                self._kill_ranks(last_resort=True)
-                killed, deadline = True, time.monotonic() + 5
-            time.sleep(POLL_S)
+    def stop_now(self) -> None:
+        """Stop the call's nodes at once (the kernel is exiting)."""
+        group = self.group
+        if group is not None:
+            group.stop(self.options.grace_period)
+            group.leftovers(grace_s=1.0)
 
     def _pump_quietly(self, final: bool = False) -> None:
         if self.output is not None:
@@ -446,7 +448,7 @@ class Launch:
                 self.output.pump(final=final)
 
     def _stopped_message(self, what: str) -> str:
-        n = len(self.ranks) or self.plan.nproc
+        n = self.plan.nproc
         took = f" in {self.stopped_in_s:.1f} s" if self.stopped_in_s is not None else ""
         kept = f" Logs: {self.run_dir}" if self.run_dir is not None else ""
         marked = " the MLflow run is marked KILLED." if self.mlflow_run is not None else ""
@@ -455,30 +457,21 @@ class Launch:
             f"after {self.options.grace_period:g} s); no process is left.{marked}{kept}"
         )
 
-    # process exit ---------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _registered(self) -> Iterator[None]:
-        global _atexit_registered
-        with _live_lock:
-            _live.add(self)
-            if not _atexit_registered:
-                atexit.register(_stop_live_launches)
-                _atexit_registered = True
-        try:
-            yield
-        finally:
-            with _live_lock:
-                _live.discard(self)
+
+def _kernel_environment() -> dict[str, str]:
+    """What the call's node on this machine starts from: the kernel's environment, less its
+    inline plotting backend (which means nothing in a rank)."""
+    env = dict(os.environ)
+    backend = env.get("MPLBACKEND", "")
+    if "matplotlib_inline" in backend or "ipympl" in backend:
+        del env["MPLBACKEND"]
+    return env
 
 
-def _stop_live_launches() -> None:
-    """The kernel is exiting while a call runs: stop its ranks (its run ends KILLED by the
-    tracking module's own exit hook)."""
-    with _live_lock:
-        launches = list(_live)
-    for launch in launches:
-        with contextlib.suppress(Exception):
-            launch._stop("exit")
+def _log_tail(path: Path, size: int = 3000) -> str:
+    """The end of a launcher's log, its lines without their level and time."""
+    text = path.read_text(errors="replace")[-size:] if path.exists() else ""
+    return "\n".join(line[PREFIX:] for line in text.splitlines())
 
 
 def _hold_gpu_sampling(reason: str) -> contextlib.AbstractContextManager[Any]:

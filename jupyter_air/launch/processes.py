@@ -6,7 +6,8 @@ the process that started them, and the kernel can check each rank by pid.
 - ``watch_parent``: a thread that signals this process when its parent is gone (where the
   parent's thread that started us might exit early, ``PDEATHSIG`` would fire too soon).
 - ``RankProcess``: a rank's pid as the rank recorded it, checked against the process's start
-  time before any signal, so a reused pid is never signalled.
+  time before any signal, so a reused pid is never signalled; ``RankWatch``: a call's ranks on
+  this machine, read from the pid files they write in the run folder.
 """
 
 from __future__ import annotations
@@ -14,20 +15,25 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import AGENT_PID
-from ..pids import kill_process, signal_group, signal_name
+from ..pids import ignore_sigint, kill_process, signal_group, signal_name
+
+if TYPE_CHECKING:
+    from .rundir import RunDir
 
 __all__ = [
     "AGENT_PID_ENV",
     "RankProcess",
+    "RankWatch",
     "die_with_parent",
+    "ignore_sigint",
     "signal_group",
     "signal_name",
     "stop_signal_name",
@@ -108,14 +114,34 @@ class RankProcess:
             kill_process(self.pid)
 
 
-@contextlib.contextmanager
-def ignore_sigint() -> Iterator[None]:
-    """SIGINT ignored in this block (on the main thread): stopping the ranks is not cut short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+class RankWatch:
+    """A call's ranks on this machine, by the pid files they write in the run folder; with
+    ``restarted`` (torch elastic's restarts), a rank's file names a new process each round."""
+
+    def __init__(self, run_dir: RunDir, nproc: int, *, restarted: bool = False) -> None:
+        self.run_dir, self.nproc, self.restarted = run_dir, nproc, restarted
+        self.known: dict[int, RankProcess] = {}
+
+    def read(self) -> None:
+        for rank in range(self.nproc):
+            known = self.known.get(rank)
+            if known is None or self.restarted:
+                info = self.run_dir.read_json(self.run_dir.pid(rank))
+                if info and (known is None or known.pid != int(info["pid"])):
+                    self.known[rank] = RankProcess(rank, int(info["pid"]), float(info["started"]))
+
+    def alive(self) -> list[RankProcess]:
+        self.read()
+        return [process for process in self.known.values() if process.alive()]
+
+    def failed(self) -> bool:
+        """Whether a rank recorded an error, or ended without its result."""
+        self.read()
+        run_dir = self.run_dir
+        for rank in range(self.nproc):
+            if run_dir.error(rank).exists():
+                return True
+            process = self.known.get(rank)
+            if process is not None and not run_dir.result(rank).exists() and not process.alive():
+                return True
+        return False

@@ -1,9 +1,9 @@
 """``.distributed(remote=True)``: the call as a job run, and ``jupyter_air.job(ID)``.
 
 The call is submitted like a workload (the same job store, supervisor, retries, per-node logs,
-panels, ``air get/logs/cancel``; one MLflow run per attempt) whose every node runs
-``jupyter_air.launch.job_node`` on the cloudpickled call (workloads/calls.py says where it is
-kept). Where it runs is chosen as for workloads (backends/choice.py): this machine, or the Ray
+panels, ``air get/logs/cancel``; one MLflow run per attempt) whose every node runs the
+launcher agent on the cloudpickled call (launch/node_output.py; workloads/calls.py says where
+it is kept). Where it runs is chosen as for workloads (backends/choice.py): this machine, or the Ray
 cluster when one is configured. The cell follows it as ``%%air_run`` does and returns the ranks'
 results in global rank order, or raises the failing rank's own exception from the last
 attempt. The job does not depend on the kernel: interrupting the cell stops following (unless

@@ -30,4 +30,4 @@ def node_dir(data: Path, job_id: str, attempt: int, node: int) -> Path:
 
 def node_command() -> list[str]:
     """What every node of such a job runs; ``{folder}`` is the node's run folder there."""
-    return [sys.executable, "-m", "jupyter_air.launch.job_node", "{folder}"]
+    return [sys.executable, "-m", "jupyter_air.launch.agent", "{folder}"]
