@@ -15,6 +15,7 @@ import select
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 from .levels import LevelReader
 from .logfile import MAX_LINE, LogWriter
@@ -22,27 +23,22 @@ from .logfile import MAX_LINE, LogWriter
 CHUNK = 256 * 1024
 
 
+@dataclass(eq=False)
 class StreamCapture:
     """Copies one pipe into a LogWriter from a daemon thread; ``join()`` waits for its end."""
 
-    def __init__(
-        self,
-        fd: int,
-        writer: LogWriter,
-        stream: str,
-        *,
-        progress_every_s: float = 2.0,
-        on_lines: Callable[[int], None] | None = None,
-    ) -> None:
-        self.fd = fd
-        self.writer = writer
-        self.stream = stream
-        self.progress_every_s = progress_every_s
-        self.on_lines = on_lines
-        self.levels = LevelReader(stderr=stream == "stderr")
-        self.error: BaseException | None = None
+    fd: int
+    writer: LogWriter
+    stream: str
+    _: KW_ONLY
+    progress_every_s: float = 2.0
+    on_lines: Callable[[int], None] | None = None
+    error: BaseException | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.levels = LevelReader(stderr=self.stream == "stderr")
         self._thread = threading.Thread(
-            target=self._run, name=f"jupyter-air-capture-{stream}", daemon=True
+            target=self._run, name=f"jupyter-air-capture-{self.stream}", daemon=True
         )
 
     def start(self) -> StreamCapture:

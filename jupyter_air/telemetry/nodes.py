@@ -76,25 +76,17 @@ class NodeRecord:
         return any(since < at <= now for at in (stale_at, lost_at))
 
 
+@dataclass(eq=False, kw_only=True)
 class NodeRegistry:
     """Agent nodes by name. ``min_interval_s`` sizes each node's ring buffer: a node sampling
     faster than that keeps less than ``history_s``, so memory stays bounded per node."""
 
-    def __init__(
-        self,
-        *,
-        history_s: float,
-        min_interval_s: float,
-        lost_after_s: float,
-        clock: Callable[[], float] = time.time,
-        max_nodes: int = MAX_NODES,
-    ) -> None:
-        self.history_s = history_s
-        self.min_interval_s = min_interval_s
-        self.lost_after_s = lost_after_s
-        self.max_nodes = max_nodes
-        self._clock = clock
-        self._nodes: dict[str, NodeRecord] = {}
+    history_s: float
+    min_interval_s: float
+    lost_after_s: float
+    clock: Callable[[], float] = time.time
+    max_nodes: int = MAX_NODES
+    _nodes: dict[str, NodeRecord] = field(default_factory=dict, init=False)
 
     def __contains__(self, name: str) -> bool:
         return name in self._nodes
@@ -106,16 +98,16 @@ class NodeRegistry:
         return sorted(self._nodes)
 
     def now(self) -> float:
-        return self._clock()
+        return self.clock()
 
     def state(self, record: NodeRecord) -> NodeState:
-        return record.state(self._clock(), self.lost_after_s)
+        return record.state(self.clock(), self.lost_after_s)
 
     def ingest(self, request: IngestRequest, encoded: list[Encoded] | None = None) -> int:
         """Apply a validated report; returns how many samples were stored (samples not newer
         than the node's latest — a report sent twice — are skipped). ``encoded``: the samples
         as dicts with their history form, when already encoded (off the event loop)."""
-        now = self._clock()
+        now = self.clock()
         ahead = max((s.t for s in request.samples), default=now) - now
         if ahead > MAX_AHEAD_S:
             raise ClockAhead(
@@ -132,7 +124,7 @@ class NodeRegistry:
             interval = max(request.agent.interval_s, self.min_interval_s)
             record = NodeRecord(
                 request.node,
-                History(self.history_s, interval, clock=self._clock),
+                History(self.history_s, interval, clock=self.clock),
                 request.agent.interval_s,
                 last_seen=now,
                 changed_at=now,

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -46,30 +47,20 @@ _open_lock = threading.Lock()
 _atexit_registered = False
 
 
+@dataclass(eq=False, kw_only=True)
 class ManagedRun:
     """An MLflow run owned by this process. Create with ``ManagedRun.start(...)``."""
 
-    def __init__(
-        self,
-        *,
-        client: MlflowClient,
-        run: Run,
-        experiment_name: str,
-        launcher: str,
-        resumed: bool,
-        context: KernelContext,
-        system_metrics: SystemMetrics | None = None,
-    ) -> None:
-        self.client = client
-        self.run = run
-        self.experiment_name = experiment_name
-        self.launcher = launcher
-        self.resumed = resumed
-        self.context = context
-        self.system_metrics = system_metrics
-        self._display: RunDisplay | None = None
-        self._lock = threading.Lock()
-        self._ended = False
+    client: MlflowClient
+    run: Run
+    experiment_name: str
+    launcher: str
+    resumed: bool
+    context: KernelContext
+    system_metrics: SystemMetrics | None = None
+    _display: RunDisplay | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _ended: bool = field(default=False, init=False)
 
     # start ---------------------------------------------------------------------------------
     @classmethod

@@ -26,6 +26,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
 
 from ..repeating import Repeating
@@ -73,28 +74,23 @@ class _Gpus:
             self.nvml.nvmlShutdown()
 
 
+@dataclass(eq=False)
 class SystemMetrics:
     """A started sampler for one node of one run; ``finish()`` stops it and logs the rest."""
 
-    def __init__(
-        self,
-        client: Any,
-        run_id: str,
-        node_id: str,
-        interval_s: float,
-        *,
-        first_step: int = 0,
-        gpus: _Gpus | None = None,
-        gpu_note: str = "",
-    ) -> None:
+    client: Any
+    run_id: str
+    node_id: str
+    interval_s: float
+    _: KW_ONLY
+    first_step: InitVar[int] = 0
+    gpus: _Gpus | None = None
+    gpu_note: str = ""
+    step: int = field(init=False)
+
+    def __post_init__(self, first_step: int) -> None:
         import psutil
 
-        self.client = client
-        self.run_id = run_id
-        self.node_id = node_id
-        self.interval_s = interval_s
-        self.gpus = gpus
-        self.gpu_note = gpu_note
         self.step = first_step
         self._psutil = psutil
         self._samples: dict[str, list[float]] = defaultdict(list)
@@ -102,7 +98,7 @@ class SystemMetrics:
         self._network_start = (network.bytes_recv, network.bytes_sent) if network else (0, 0)
         psutil.cpu_percent()  # the first call only starts psutil's count
         self._lock = threading.Lock()
-        self._sampling = Repeating(self._sample_and_publish, interval_s, "jupyter-air-metrics")
+        self._sampling = Repeating(self._sample_and_publish, self.interval_s, "jupyter-air-metrics")
         self._finished = False
 
     @property

@@ -9,6 +9,7 @@ import logging
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,32 +23,26 @@ def upload_interval() -> float:
     return LOG_UPLOAD_INTERVAL_S.get()
 
 
+@dataclass(eq=False)
 class LogUploader:
     """Uploads the node logs of one attempt to its run, periodically from a thread and at the
     end. ``sizes()`` gives the complete-line size of each file (the writers' counters)."""
 
-    def __init__(
-        self,
-        client: Any,
-        run_id: str,
-        attempt: int,
-        files: dict[int, Path],
-        sizes: Callable[[], dict[int, int]],
-        *,
-        interval_s: float | None = None,
-    ) -> None:
-        self.client = client
-        self.run_id = run_id
-        self.attempt = attempt
-        self.files = files
-        self.sizes = sizes
-        self.interval_s = interval_s or upload_interval()
-        self.uploaded: dict[int, int] = {}
-        self.last_error: str | None = None
+    client: Any
+    run_id: str
+    attempt: int
+    files: dict[int, Path]
+    sizes: Callable[[], dict[int, int]]
+    _: KW_ONLY
+    interval_s: float = field(default_factory=upload_interval)
+    uploaded: dict[int, int] = field(default_factory=dict, init=False)
+    last_error: str | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
         self._uploads = Repeating(
             lambda: self.upload(final=False), self.interval_s, "jupyter-air-logs"
         )
-        self._lock = threading.Lock()
 
     @property
     def artifact_path(self) -> str:

@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,25 +181,18 @@ class Fired:
     reason: str | None = None
 
 
+@dataclass(eq=False)
 class Scheduler:
     """Fires the schedules of one job store. ``now``: the clock (unix seconds); the other
-    arguments are given to ``jobs.submit`` for each firing (by default it finds the tracking
+    fields are given to ``jobs.submit`` for each firing (by default it finds the tracking
     server as ``air run`` does). Blocking: call ``tick`` from an executor, never on a loop."""
 
-    def __init__(
-        self,
-        store: JobStore,
-        *,
-        now: Callable[[], float] = time.time,
-        connection: Connection | Callable[[], Connection] | None = None,
-        environ: Mapping[str, str] | None = None,
-        inventory: GpuInventory | Callable[[], GpuInventory] | None = None,
-    ) -> None:
-        self.store = store
-        self.now = now
-        self._connection = connection
-        self._environ = environ
-        self._inventory = inventory
+    store: JobStore
+    _: KW_ONLY
+    now: Callable[[], float] = time.time
+    connection: Connection | Callable[[], Connection] | None = None
+    environ: Mapping[str, str] | None = None
+    inventory: GpuInventory | Callable[[], GpuInventory] | None = None
 
     def tick(self) -> list[Fired]:
         """Fire what is due now in every schedule that is not paused."""
@@ -296,9 +289,9 @@ class Scheduler:
             spec_yaml=schedule.spec_yaml,
             spec_path=schedule.spec_path,
             source="schedule",
-            connection=self._connection,
-            inventory=self._inventory,
-            environ=self._environ,
+            connection=self.connection,
+            inventory=self.inventory,
+            environ=self.environ,
             schedule=schedule,
         )
 
