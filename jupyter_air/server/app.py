@@ -38,6 +38,12 @@ from .mlflow_service import MlflowService
 from .workload_handlers import workload_handlers
 from .workload_service import WorkloadService
 
+# settings where 0 means "no limit", and what the error says a valid value is
+_ZERO_MEANS = {
+    "log_retention_days": "0 (forever) or positive",
+    "gpu_idle_timeout": "0 or a positive number",
+}
+
 
 class JupyterAir(ExtensionApp):
     """GPU Resources, distributed training and MLflow-tracked workloads for JupyterLab."""
@@ -154,10 +160,11 @@ class JupyterAir(ExtensionApp):
             raise TraitError(f"JupyterAir.{name} must be a positive number of seconds")
         return proposal["value"]
 
-    @validate("log_retention_days")
-    def _valid_retention(self, proposal: dict) -> float:
+    @validate(*_ZERO_MEANS)
+    def _valid_not_negative(self, proposal: dict) -> float:
         if proposal["value"] < 0:
-            raise TraitError("JupyterAir.log_retention_days must be 0 (forever) or positive")
+            name = proposal["trait"].name
+            raise TraitError(f"JupyterAir.{name} must be {_ZERO_MEANS[name]}")
         return proposal["value"]
 
     @validate("node_name")
@@ -175,12 +182,6 @@ class JupyterAir(ExtensionApp):
             raise TraitError(
                 "JupyterAir.telemetry_ingest_max_bytes must be between 4096 and 67108864"
             )
-        return proposal["value"]
-
-    @validate("gpu_idle_timeout")
-    def _valid_idle(self, proposal: dict) -> float:
-        if proposal["value"] < 0:
-            raise TraitError("JupyterAir.gpu_idle_timeout must be 0 or a positive number")
         return proposal["value"]
 
     def initialize_settings(self) -> None:
