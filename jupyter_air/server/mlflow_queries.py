@@ -17,6 +17,7 @@ import json
 import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
@@ -45,31 +46,24 @@ class MlflowRefused(MlflowUnreachable):
     """The server refused our credentials (HTTP 401): the message says who and why."""
 
 
+@dataclass(eq=False)
 class MlflowQueries:
-    """MLflow's REST API for one Jupyter server; ``uri`` and ``authorization`` (the header's
-    value) are asked at each call (the embedded server may move to another port); ``refused``
-    says what a 401 means to a person."""
+    """MLflow's REST API for one Jupyter server; ``tracking_uri`` and ``authorization`` (the
+    header's value) are asked at each call (the embedded server may move to another port);
+    ``refused`` says what a 401 means to a person."""
 
-    def __init__(
-        self,
-        uri: Callable[[], str | None],
-        authorization: Callable[[], str | None],
-        *,
-        refused: Callable[[], str] | None = None,
-        connect_timeout_s: float = CONNECT_TIMEOUT_S,
-        request_timeout_s: float = REQUEST_TIMEOUT_S,
-    ) -> None:
-        self._uri = uri
-        self._authorization = authorization
-        self._refused = refused
-        self.connect_timeout_s = connect_timeout_s
-        self.request_timeout_s = request_timeout_s
-        self._http: AsyncHTTPClient | None = None
-        self._executor: ThreadPoolExecutor | None = None
+    tracking_uri: Callable[[], str | None]
+    authorization: Callable[[], str | None]
+    _: KW_ONLY
+    refused: Callable[[], str] | None = None
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
+    request_timeout_s: float = REQUEST_TIMEOUT_S
+    _http: AsyncHTTPClient | None = field(default=None, init=False)
+    _executor: ThreadPoolExecutor | None = field(default=None, init=False)
 
     @property
     def uri(self) -> str:
-        uri = self._uri()
+        uri = self.tracking_uri()
         if not uri:
             raise MlflowUnreachable("no tracking server")
         return uri
@@ -149,7 +143,7 @@ class MlflowQueries:
         elif payload is not None:
             body = json.dumps(payload)
         headers = {"Content-Type": "application/json"}
-        authorization = self._authorization()
+        authorization = self.authorization()
         if authorization:
             headers["Authorization"] = authorization
         request = HTTPRequest(
@@ -168,8 +162,8 @@ class MlflowQueries:
         except HTTPClientError as error:
             if error.code == 599 or error.response is None:
                 raise MlflowUnreachable(str(error)) from None
-            if error.code == 401 and self._refused is not None:
-                raise MlflowRefused(self._refused()) from None
+            if error.code == 401 and self.refused is not None:
+                raise MlflowRefused(self.refused()) from None
             raise _answered_error(error.code, error.response.body) from None
         except (OSError, asyncio.TimeoutError) as error:
             raise MlflowUnreachable(str(error) or type(error).__name__) from None
