@@ -6,34 +6,31 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h, setText } from './dom';
+import { Wordings, wordingOf } from './translation';
+
+/** The statuses of MLflow runs and job runs in words. */
+const STATUS_LABELS: Wordings = {
+  RUNNING: trans => trans.__('Running'),
+  FINISHED: trans => trans.__('Finished'),
+  FAILED: trans => trans.__('Failed'),
+  KILLED: trans => trans.__('Killed'),
+  SCHEDULED: trans => trans.__('Scheduled'),
+  PENDING: trans => trans.__('Pending'),
+  QUEUED: trans => trans.__('Queued'),
+  SUCCEEDED: trans => trans.__('Succeeded'),
+  CANCELLED: trans => trans.__('Cancelled')
+};
 
 /** A status in words: `Running`, `Succeeded`; an unknown one as it came (capitalised). */
 export function statusLabel(trans: TranslationBundle, status: unknown): string {
-  switch (status) {
-    case 'RUNNING':
-      return trans.__('Running');
-    case 'FINISHED':
-      return trans.__('Finished');
-    case 'FAILED':
-      return trans.__('Failed');
-    case 'KILLED':
-      return trans.__('Killed');
-    case 'SCHEDULED':
-      return trans.__('Scheduled');
-    case 'PENDING':
-      return trans.__('Pending');
-    case 'QUEUED':
-      return trans.__('Queued');
-    case 'SUCCEEDED':
-      return trans.__('Succeeded');
-    case 'CANCELLED':
-      return trans.__('Cancelled');
-    default:
-      if (typeof status !== 'string' || !status) {
-        return trans.__('Unknown');
-      }
-      return status.charAt(0).toUpperCase() + status.slice(1).toLowerCase();
+  const label = wordingOf(trans, STATUS_LABELS, status);
+  if (label !== undefined) {
+    return label;
   }
+  if (typeof status !== 'string' || !status) {
+    return trans.__('Unknown');
+  }
+  return status.charAt(0).toUpperCase() + status.slice(1).toLowerCase();
 }
 
 /**

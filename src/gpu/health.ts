@@ -11,6 +11,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h, setHidden, setText } from '../common/dom';
 import { num } from '../common/text';
+import { Wordings, wordingOf } from '../common/translation';
 import {
   formatClock,
   formatCount,
@@ -20,33 +21,25 @@ import {
 } from './format';
 import { IGpuHealth, IMigDevice, IMigReading } from './types';
 
-/** A throttle (clock-event) reason in words. */
+/** Throttle (clock-event) reasons in words. */
+const THROTTLE_REASONS: Wordings = {
+  gpu_idle: trans => trans.__('idle'),
+  applications_clocks_setting: trans => trans.__('application clocks setting'),
+  sw_power_cap: trans => trans.__('power cap'),
+  hw_slowdown: trans => trans.__('hardware slowdown'),
+  sync_boost: trans => trans.__('sync boost'),
+  sw_thermal_slowdown: trans => trans.__('software thermal slowdown'),
+  hw_thermal_slowdown: trans => trans.__('hardware thermal slowdown'),
+  hw_power_brake_slowdown: trans => trans.__('hardware power brake'),
+  display_clock_setting: trans => trans.__('display clock setting')
+};
+
+/** A throttle (clock-event) reason in words (an unknown one as it came). */
 export function throttleReasonText(
   trans: TranslationBundle,
   reason: string
 ): string {
-  switch (reason) {
-    case 'gpu_idle':
-      return trans.__('idle');
-    case 'applications_clocks_setting':
-      return trans.__('application clocks setting');
-    case 'sw_power_cap':
-      return trans.__('power cap');
-    case 'hw_slowdown':
-      return trans.__('hardware slowdown');
-    case 'sync_boost':
-      return trans.__('sync boost');
-    case 'sw_thermal_slowdown':
-      return trans.__('software thermal slowdown');
-    case 'hw_thermal_slowdown':
-      return trans.__('hardware thermal slowdown');
-    case 'hw_power_brake_slowdown':
-      return trans.__('hardware power brake');
-    case 'display_clock_setting':
-      return trans.__('display clock setting');
-    default:
-      return reason;
-  }
+  return wordingOf(trans, THROTTLE_REASONS, reason) ?? reason;
 }
 
 /** The last XID error of a GPU, in words (`XID 79 at 14:03:05`), `null` when none is known. */
