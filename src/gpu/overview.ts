@@ -18,6 +18,7 @@ import {
   setText,
   tableHead
 } from '../common/dom';
+import { Wordings, wordingOf } from '../common/translation';
 import {
   formatMemory,
   formatMemoryShort,
@@ -382,28 +383,23 @@ export class NodesOverview {
   private readonly _views = new Map<string, INodeView>();
 }
 
+/** A node's state in a word, and what it means (neither when live). */
+const STATE_WORDS: Wordings = {
+  stale: trans => trans.__('stale'),
+  lost: trans => trans.__('lost')
+};
+const STATE_TITLES: Wordings = {
+  stale: trans => trans.__('The node has not reported for 3 of its intervals'),
+  lost: trans =>
+    trans.__('The node has not reported for a long time: its agent may be down')
+};
+
 /** A node's state in a word ("" when live). */
 export function stateText(trans: TranslationBundle, state: NodeState): string {
-  switch (state) {
-    case 'stale':
-      return trans.__('stale');
-    case 'lost':
-      return trans.__('lost');
-    default:
-      return '';
-  }
+  return wordingOf(trans, STATE_WORDS, state) ?? '';
 }
 
 /** What a node's state means. */
 export function stateTitle(trans: TranslationBundle, state: NodeState): string {
-  switch (state) {
-    case 'stale':
-      return trans.__('The node has not reported for 3 of its intervals');
-    case 'lost':
-      return trans.__(
-        'The node has not reported for a long time: its agent may be down'
-      );
-    default:
-      return '';
-  }
+  return wordingOf(trans, STATE_TITLES, state) ?? '';
 }
