@@ -6,7 +6,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h, setText } from './dom';
-import { Wordings, wordingOf } from './translation';
+import { Wordings, wordingOf } from './text';
 
 /** The statuses of MLflow runs and job runs in words. */
 const STATUS_LABELS: Wordings = {

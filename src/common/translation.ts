@@ -20,20 +20,3 @@ export function loadTranslation(
 ): TranslationBundle {
   return (translator ?? nullTranslator).load(TRANSLATION_DOMAIN);
 }
-
-/** Texts by key (an enumeration's values), each in the view's language when asked. */
-export type Wordings = Readonly<
-  Record<string, (trans: TranslationBundle) => string>
->;
-
-/** The text of `key` in `wordings`; `undefined` for a key it does not have. */
-export function wordingOf(
-  trans: TranslationBundle,
-  wordings: Wordings,
-  key: unknown
-): string | undefined {
-  return typeof key === 'string' &&
-    Object.prototype.hasOwnProperty.call(wordings, key)
-    ? wordings[key](trans)
-    : undefined;
-}

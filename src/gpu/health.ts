@@ -10,8 +10,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h, setHidden, setText } from '../common/dom';
-import { num } from '../common/text';
-import { Wordings, wordingOf } from '../common/translation';
+import { Wordings, num, wordingOf } from '../common/text';
 import {
   formatClock,
   formatCount,

@@ -18,7 +18,7 @@ import {
   setText,
   tableHead
 } from '../common/dom';
-import { Wordings, wordingOf } from '../common/translation';
+import { Wordings, wordingOf } from '../common/text';
 import {
   formatMemory,
   formatMemoryShort,

@@ -6,6 +6,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { h } from '../common/dom';
+import { Wordings, wordingOf } from '../common/text';
 import { IAnsiSegment, parseAnsi, stripAnsi } from './ansi';
 import { ILogLine } from './types';
 
@@ -28,18 +29,16 @@ export function levelLabel(level: string): string {
   }
 }
 
-/** The level's badge on a row, in the view's language. */
+/** The levels' badges on a row, in the view's language. */
+const LEVEL_BADGES: Wordings = {
+  error: trans => trans.__('ERROR'),
+  warning: trans => trans.__('WARN'),
+  info: trans => trans.__('INFO')
+};
+
+/** The level's badge on a row, in the view's language (an unknown one as `levelLabel`). */
 export function levelBadge(trans: TranslationBundle, level: string): string {
-  switch (level) {
-    case 'error':
-      return trans.__('ERROR');
-    case 'warning':
-      return trans.__('WARN');
-    case 'info':
-      return trans.__('INFO');
-    default:
-      return levelLabel(level);
-  }
+  return wordingOf(trans, LEVEL_BADGES, level) ?? levelLabel(level);
 }
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
