@@ -10,7 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from workloads_support import PY, air, wait_for, wait_until, write
+from workloads_support import PY, air, cpu_workload, wait_for, wait_until, write
 
 from jupyter_air.workloads.paths import job_dir, log_path
 from jupyter_air.workloads.snapshot import (
@@ -60,9 +60,12 @@ def _project(env, code_source: str) -> tuple[Path, Path, Path]:
     spec = write(
         project,
         "workload.yaml",
-        f"experiment_name: code-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
-        f"command: {PY} train.py\nmax_retries: 1\ncode_source: {code_source}\n"
-        f"env_variables: {{GO_FILE: {go}}}\n",
+        cpu_workload(
+            env,
+            "code",
+            f"command: {PY} train.py\nmax_retries: 1\ncode_source: {code_source}\n"
+            f"env_variables: {{GO_FILE: {go}}}\n",
+        ),
     )
     git(project, "init", "-q")
     git(project, "add", ".")
@@ -159,10 +162,7 @@ def _nothing_created(env) -> None:
 def test_past_the_size_limit_nothing_is_created(env):
     project = env.tmp / "big"
     spec = write(
-        project,
-        "workload.yaml",
-        f"experiment_name: big-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
-        'command: "true"\nworking_dir: .\n',
+        project, "workload.yaml", cpu_workload(env, "big", 'command: "true"\nworking_dir: .\n')
     )
     with open(project / "weights.bin", "wb") as file:
         file.truncate(300 << 20)  # sparse: 300 MiB that take no room
@@ -214,12 +214,7 @@ def test_links_out_of_the_folder_are_refused_and_links_inside_stay_links(env):
     outside = write(env.tmp, "secret.txt", "a secret outside the working folder\n")
     write(project, "train.py", "print(open('abs.txt').read().strip(), flush=True)\n")
     write(project, "sub/data.txt", "inside\n")
-    spec = write(
-        project,
-        "workload.yaml",
-        f"experiment_name: links-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
-        f"command: {PY} train.py\n",
-    )
+    spec = write(project, "workload.yaml", cpu_workload(env, "links", f"command: {PY} train.py\n"))
     hostile = {
         "hostname": "/etc/hostname",
         "up.txt": "../secret.txt",
@@ -277,11 +272,7 @@ def test_dry_run_says_what_would_be_snapshotted(env):
     project = env.tmp / "plain"
     write(project, "train.py", "print(1)\n")
     write(project, ".git/config", "not a repository, and never copied\n")
-    spec = write(
-        project,
-        "w.yaml",
-        f"experiment_name: dry-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\ncommand: x\n",
-    )
+    spec = write(project, "w.yaml", cpu_workload(env, "dry", "command: x\n"))
     plan = json.loads(air("run", str(spec), "--dry-run", "-o", "json").stdout)
     size = sum(os.path.getsize(project / name) for name in ("train.py", "w.yaml"))
     assert plan["code"] == {
@@ -304,12 +295,7 @@ def test_a_snapshot_leaves_out_the_data_folder(env):
     snapshots of earlier jobs."""
     from jupyter_air.workloads.snapshot import list_snapshot
 
-    spec = write(
-        env.tmp,
-        "w.yaml",
-        f"experiment_name: inside-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
-        f"command: {PY} -c 'print(1)'\n",
-    )
+    spec = write(env.tmp, "w.yaml", cpu_workload(env, "inside", f"command: {PY} -c 'print(1)'\n"))
     first = json.loads(air("run", str(spec), "-o", "json").stdout)["id"]
     wait_for(env.store, first)
     data = env.store.data_dir.relative_to(env.tmp)

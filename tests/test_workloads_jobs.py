@@ -15,6 +15,7 @@ from fake_nvml import FakeGpu, FakeNvml
 from workloads_support import (
     PY,
     alive,
+    cpu_workload,
     submit_yaml,
     wait_for,
     wait_until,
@@ -107,10 +108,7 @@ def test_always_failing_fails_after_the_retries(env):
     write(env.tmp, "flaky.py", FLAKY)
     job = submit_yaml(
         env,
-        f"experiment_name: fails-{env.tmp.name}\n"
-        "compute: {accelerator_type: CPU}\n"
-        f"command: [{PY}, flaky.py, '99']\n"
-        "max_retries: 2\n",
+        cpu_workload(env, "fails", f"command: [{PY}, flaky.py, '99']\nmax_retries: 2\n"),
     )
     job = wait_for(env.store, job.id)
     assert job.status == "FAILED"
@@ -124,11 +122,9 @@ def test_a_timeout_is_retried(env):
     write(env.tmp, "hang.py", "import time\nprint('started', flush=True)\ntime.sleep(120)\n")
     job = submit_yaml(
         env,
-        f"experiment_name: timeout-{env.tmp.name}\n"
-        "compute: {accelerator_type: CPU}\n"
-        f"command: {PY} hang.py\n"
-        "timeout_minutes: 0.03\n"
-        "max_retries: 1\n",
+        cpu_workload(
+            env, "timeout", f"command: {PY} hang.py\ntimeout_minutes: 0.03\nmax_retries: 1\n"
+        ),
     )
     job = wait_for(env.store, job.id)
     assert job.status == "FAILED"
@@ -217,10 +213,11 @@ def test_ranks_that_share_a_node_s_output_each_print_whole_lines(env):
     write(env.tmp, "site/sitecustomize.py", "import os\nos.environ['SITE_HOOK'] = 'ran'\n")
     job = submit_yaml(
         env,
-        f"experiment_name: pipe-{env.tmp.name}\n"
-        "compute: {accelerator_type: CPU}\n"
-        f"command: {PY} ranks.py\n"
-        f"env_variables: {{PYTHONPATH: {env.tmp / 'site'}}}\n",
+        cpu_workload(
+            env,
+            "pipe",
+            f"command: {PY} ranks.py\nenv_variables: {{PYTHONPATH: {env.tmp / 'site'}}}\n",
+        ),
     )
     job = wait_for(env.store, job.id, timeout=120)
     assert job.status == "SUCCEEDED", job.reason
@@ -245,10 +242,7 @@ def test_cancel_leaves_no_process(env):
     write(env.tmp, "spawner.py", SPAWNER)
     job = submit_yaml(
         env,
-        f"experiment_name: cancel-{env.tmp.name}\n"
-        "compute: {accelerator_type: CPU, num_nodes: 2}\n"
-        f"command: {PY} spawner.py\n"
-        "max_retries: 3\n",
+        cpu_workload(env, "cancel", f"command: {PY} spawner.py\nmax_retries: 3\n", nodes=2),
     )
     files = [env.tmp / "pids-0", env.tmp / "pids-1"]
     wait_until(lambda: all(f.exists() for f in files), 60, "both nodes to start")
@@ -274,8 +268,7 @@ def test_a_supervisor_that_dies_fails_its_job(env):
     write(env.tmp, "spawner.py", SPAWNER)
     job = submit_yaml(
         env,
-        f"experiment_name: dies-{env.tmp.name}\ncompute: {{accelerator_type: CPU}}\n"
-        f"command: {PY} spawner.py\n",
+        cpu_workload(env, "dies", f"command: {PY} spawner.py\n"),
     )
     wait_until(lambda: (env.tmp / "pids-0").exists(), 60, "the node to start")
     pids = [int(p) for p in (env.tmp / "pids-0").read_text().split()]

@@ -75,6 +75,13 @@ def submit_yaml(env: SimpleNamespace, text: str, inventory: Any = None) -> JobRu
     )
 
 
+def cpu_workload(env: SimpleNamespace, name: str, rest: str, nodes: int = 1) -> str:
+    """A workload's YAML: ``nodes`` CPU nodes, in an experiment of this test's own
+    (``name``-<its folder>), then the lines ``rest``."""
+    compute = "accelerator_type: CPU" + (f", num_nodes: {nodes}" if nodes > 1 else "")
+    return f"experiment_name: {name}-{env.tmp.name}\ncompute: {{{compute}}}\n{rest}"
+
+
 def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
