@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,43 +47,36 @@ WORKERS = 4  # at most this many workload calls at once; more wait their turn
 T = TypeVar("T")
 
 
+@dataclass(eq=False)
 class WorkloadService:
-    def __init__(
-        self,
-        data_dir: Path,
-        *,
-        base_url: str,
-        mlflow_ui: Callable[[], str | None],
-        tracking_uri: Callable[[], str | None],
-        retention_days: float = 60.0,
-        mlflow_ready: Callable[[], bool] = lambda: True,
-        workers: int = WORKERS,
-        tracking_token: Callable[[], str | None] = lambda: None,
-        tracking_embedded: Callable[[], bool] = lambda: False,
-        tracking_identity: Callable[[], Credentials | None] = lambda: None,
-        owner: str | None = None,
-    ) -> None:
-        self.data_dir = data_dir
-        # the JupyterHub user whose server this is: anyone else sees only the job runs shared
-        # with them (air share job); None: whoever is let in is the owner
-        self.owner = owner
-        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
-        self._mlflow_ui = mlflow_ui
-        self._tracking_uri = tracking_uri
-        self.retention_days = retention_days
-        self._mlflow_ready = mlflow_ready
-        self._tracking_token = tracking_token
-        self._tracking_embedded = tracking_embedded
-        self._tracking_identity = tracking_identity
-        self._store: JobStore | None = None
-        self._scheduler: Scheduler | None = None
+    data_dir: Path
+    _: KW_ONLY
+    base_url: str
+    mlflow_ui: Callable[[], str | None]
+    tracking_uri: Callable[[], str | None]
+    retention_days: float = 60.0
+    mlflow_ready: Callable[[], bool] = lambda: True
+    workers: InitVar[int] = WORKERS
+    tracking_token: Callable[[], str | None] = lambda: None
+    tracking_embedded: Callable[[], bool] = lambda: False
+    tracking_identity: Callable[[], Credentials | None] = lambda: None
+    # the JupyterHub user whose server this is: anyone else sees only the job runs shared with
+    # them (air share job); None: whoever is let in is the owner
+    owner: str | None = None
+    # what the passes said (the last few), for people
+    reconciled: list[str] = field(default_factory=list, init=False)
+    watch_passes: int = field(default=0, init=False)
+    _store: JobStore | None = field(default=None, init=False)
+    _scheduler: Scheduler | None = field(default=None, init=False)
+    _purger: asyncio.Task[None] | None = field(default=None, init=False)
+    _watcher: asyncio.Task[None] | None = field(default=None, init=False)
+    _scheduling: asyncio.Task[None] | None = field(default=None, init=False)
+
+    def __post_init__(self, workers: int) -> None:
+        if not self.base_url.endswith("/"):
+            self.base_url += "/"
         # threads start on the first call, not here
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="air-workloads")
-        self._purger: asyncio.Task[None] | None = None
-        self._watcher: asyncio.Task[None] | None = None
-        self._scheduling: asyncio.Task[None] | None = None
-        self.reconciled: list[str] = []  # what the passes said (the last few), for people
-        self.watch_passes = 0
 
     @property
     def store(self) -> JobStore:
@@ -101,9 +95,9 @@ class WorkloadService:
         from ..workloads.connection import Connection
 
         return Connection(
-            tracking_uri=self._tracking_uri() or "",
+            tracking_uri=self.tracking_uri() or "",
             server_url=self.base_url,  # a path: links work from pages of this server
-            mlflow_ui=self._mlflow_ui(),
+            mlflow_ui=self.mlflow_ui(),
             source="server",
         )
 
@@ -231,7 +225,7 @@ class WorkloadService:
                 for job in ended:
                     log.warning("jupyter-air: job run %s %s: %s", job.id, job.status, job.reason)
                 due = time.monotonic() >= next_reconcile or bool(ended)
-                if due and self._mlflow_ready() and await self.call(self._open_runs):
+                if due and self.mlflow_ready() and await self.call(self._open_runs):
                     next_reconcile = time.monotonic() + reconcile_every_s
                     await self.reconcile_once()
             except Exception:  # never let it take the server down
@@ -325,9 +319,9 @@ class WorkloadService:
         connection = self._connection()
         if not connection.tracking_uri:
             raise NoTrackingServer(HOW_TO_FIX)
-        connection.token = self._tracking_token()
-        connection.embedded = self._tracking_embedded()
-        connection.identity = self._tracking_identity()
+        connection.token = self.tracking_token()
+        connection.embedded = self.tracking_embedded()
+        connection.identity = self.tracking_identity()
         return connection
 
     def start_scheduling(self, every_s: float | None = None) -> None:
