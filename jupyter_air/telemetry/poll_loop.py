@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ..tasks import cancel_and_wait
@@ -47,34 +48,31 @@ class Hold:
         self.release()
 
 
+@dataclass(eq=False)
 class PollLoop:
-    def __init__(
-        self,
-        sample: Callable[[Any], Sample],
-        history: History,
-        *,
-        interval_s: float = 10.0,
-        idle_timeout_s: float = 300.0,
-        context: Callable[[], Awaitable[Any]] | None = None,
-        close: Callable[[], None] | None = None,
-        min_refresh_gap_s: float = 1.0,
-        fresh_sample_timeout_s: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if interval_s <= 0:
-            raise ValueError("poll interval must be positive")
-        self._sample_fn = sample
-        self._context = context
-        self._close_fn = close
-        self.history = history
-        self.interval_s = interval_s
-        self.idle_timeout_s = idle_timeout_s
-        self.min_refresh_gap_s = min(min_refresh_gap_s, interval_s / 2)
-        self.fresh_sample_timeout_s = fresh_sample_timeout_s
-        # what idle, cadence and the refresh gap are measured with (monotonic seconds); a test
-        # sets a clock it moves itself, so that no rule depends on how fast the machine is
-        self.clock = clock
+    """``sample(context)`` takes one sample on the worker thread, ``context()`` (awaited on the
+    event loop, when given) says what it needs, and ``close()`` closes what samples once the
+    loop stops."""
 
+    sample: Callable[[Any], Sample]
+    history: History
+    _: KW_ONLY
+    interval_s: float = 10.0
+    idle_timeout_s: float = 300.0
+    context: Callable[[], Awaitable[Any]] | None = None
+    close: Callable[[], None] | None = None
+    min_refresh_gap_s: float = 1.0
+    fresh_sample_timeout_s: float = 10.0
+    # what idle, cadence and the refresh gap are measured with (monotonic seconds); a test
+    # sets a clock it moves itself, so that no rule depends on how fast the machine is
+    clock: Callable[[], float] = time.monotonic
+    samples_taken: int = field(default=0, init=False)
+    last_error: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.interval_s <= 0:
+            raise ValueError("poll interval must be positive")
+        self.min_refresh_gap_s = min(self.min_refresh_gap_s, self.interval_s / 2)
         self._lock = threading.Lock()  # guards the holds, which other threads may add or release
         self._holds: list[Hold] = []
         self._last_activity: float | None = None
@@ -85,8 +83,6 @@ class PollLoop:
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self.samples_taken = 0
-        self.last_error: str | None = None
 
     # lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -110,10 +106,10 @@ class PollLoop:
                 await asyncio.wait_for(asyncio.shield(self._in_flight), timeout=5)
         executor, self._executor = self._executor, None
         if executor is not None:
-            if self._close_fn is not None and self._loop is not None:
+            if self.close is not None and self._loop is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(
-                        self._loop.run_in_executor(executor, self._close_fn), timeout=5
+                        self._loop.run_in_executor(executor, self.close), timeout=5
                     )
             executor.shutdown(wait=False, cancel_futures=True)
         self._paused = True
@@ -222,8 +218,8 @@ class PollLoop:
     async def _take_sample(self) -> Entry | None:
         assert self._loop is not None and self._executor is not None, "poll loop not started"
         try:
-            context = await self._context() if self._context is not None else None
-            sample = await self._loop.run_in_executor(self._executor, self._sample_fn, context)
+            context = await self.context() if self.context is not None else None
+            sample = await self._loop.run_in_executor(self._executor, self.sample, context)
         except asyncio.CancelledError:
             raise
         except Exception as error:
