@@ -171,8 +171,8 @@ def _describe(cycles: list[list[str]]) -> str:
 
 def test_the_source_is_read():
     assert len(MODULES) > 100
-    agent = MODULES["jupyter_air.backends.agent"]
-    assert {"jupyter_air.api.enums", "jupyter_air.backends.base"} <= agent.top_imports
+    core = MODULES["jupyter_air.backends.supervision"]
+    assert {"jupyter_air.api.enums", "jupyter_air.backends.base"} <= core.top_imports
     assert "jupyter_air.launch.driver" in MODULES["jupyter_air.launch.cluster"].top_imports
     remote = MODULES["jupyter_air.launch.remote"]
     assert "jupyter_air.launch.rundir" in remote.run_imports - remote.top_imports

@@ -12,9 +12,9 @@ from fake_nvml import FakeGpu, FakeNvml
 from test_workloads_store import new_job
 from workloads_support import PY, submit_yaml, wait_for, wait_until, write
 
-from jupyter_air.backends.agent import GroupAgent
 from jupyter_air.backends.base import GroupLaunch, NodeInfo, NodeState, QueueTimeout, Waiter
 from jupyter_air.backends.queue_line import MAX_TICKETS, LineFull, QueueLine, Ticket
+from jupyter_air.backends.supervision import GroupSupervisor
 from jupyter_air.logs.follow import JobEnded, Queued, follow
 from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.capacity import gpu_inventory
@@ -139,13 +139,13 @@ class Hooks:
         self.events.append(f"ended {attempt}")
 
 
-def agent(backend: QueueingBackend, cancel: threading.Event, **more) -> GroupAgent:
+def supervisor(backend: QueueingBackend, cancel: threading.Event, **more) -> GroupSupervisor:
     def waiter(attempt: int) -> Waiter:
         return Waiter(job_id="j", attempt=attempt, since=1.0, user="u", nodes=2, accelerators=8,
                       queued=lambda place: None, placed=lambda: None, cancelled=cancel.is_set,
                       pause=lambda s: None)  # fmt: skip
 
-    return GroupAgent(backend, Hooks(backend.events), max_restarts=2, grace_s=1,
+    return GroupSupervisor(backend, Hooks(backend.events), max_restarts=2, grace_s=1,
                       cancelled=cancel.is_set, cancel_reason=lambda: "cancelled (air cancel)",
                       wait_for_room=lambda attempt: backend.wait_for_room(waiter(attempt)),
                       **more)  # fmt: skip
@@ -153,7 +153,7 @@ def agent(backend: QueueingBackend, cancel: threading.Event, **more) -> GroupAge
 
 def test_an_attempt_exists_only_once_its_resources_are_held():
     backend = QueueingBackend(rounds=2)
-    outcome = agent(backend, threading.Event()).run()
+    outcome = supervisor(backend, threading.Event()).run()
     assert outcome.status == "SUCCEEDED", outcome.reason
     assert backend.events == ["queued 2", "queued 1", "placed", "prepare 1", "start 1", "ended 1"]
 
@@ -162,7 +162,7 @@ def test_cancelled_while_queued_nothing_is_made():
     cancel = threading.Event()
     cancel.set()
     backend = QueueingBackend(rounds=3)
-    gate = agent(backend, cancel)
+    gate = supervisor(backend, cancel)
     outcome = gate._attempt(1)  # the first attempt, as run() makes it
     assert (outcome.status, outcome.reason) == ("CANCELLED", "cancelled (air cancel) while queued")
     assert backend.events == ["queued 3"]
@@ -170,7 +170,7 @@ def test_cancelled_while_queued_nothing_is_made():
 
 def test_a_queue_timeout_ends_the_job_run_without_a_retry():
     backend = QueueingBackend(rounds=1, timeout=True)
-    outcome = agent(backend, threading.Event()).run()
+    outcome = supervisor(backend, threading.Event()).run()
     assert outcome.status == "FAILED"
     assert outcome.reason == "queued for longer than 1 min (queue_timeout_minutes), 1 ahead"
     assert backend.events == ["queued 1"]  # max_restarts=2, yet no other attempt, no run

@@ -8,7 +8,7 @@ torchrun's environment everywhere (global ranks across nodes). The cloudpickled 
 through Ray's object store — no shared filesystem. Each node's run folder is brought into the
 kernel's as it changes (the ranks' output, results, error records, the agent's outcome), so
 the single-node machinery applies unchanged: the call is one attempt of the supervision core
-(backends/agent.py) on the Ray backend, with output streamed into the cell, prefixed
+(backends/supervision.py) on the Ray backend, with output streamed into the cell, prefixed
 ``[node k rank r]``; results in global rank order; the first failing rank's own exception.
 Interrupt, timeout and kernel death stop every node (the actors' keepers stop the commands if
 the kernel dies); what is left is checked on every node.
@@ -24,8 +24,8 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, NodeGroup, NodeLaunch
+from ..backends.supervision import Outcome
 from ..config import SYSTEM_METRICS_INTERVAL_S
 from ..files import write_atomic
 from ..logs.logfile import LogWriter

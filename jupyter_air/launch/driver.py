@@ -2,14 +2,14 @@
 ``ClusterLaunch`` places it on Ray nodes), from start to the value or error it gives back.
 
 In order (launch/call.py checked torch is installed, picked the devices and pickled the call,
-failing before anything starts): start the MLflow run and show it in the cell, hold GPU
-sampling awake, then run the call's launcher agent as one attempt of the supervision core
-(backends/agent.py ``GroupAgent``, the one a workload's supervisor runs) on the local backend —
-one node, this machine — streaming every rank's output into the cell at each of its ticks; then
-collect the results in rank order or raise the first failing rank's error. An interrupt, the
-``timeout`` or any error stops the node as a workload's cancel does (SIGTERM, then SIGKILL after
-``grace_period``, then whatever the call left, found by its group's mark); the run ends
-FINISHED, FAILED or KILLED accordingly.
+failing before anything starts): start the MLflow run and show it in the cell, hold GPU sampling
+awake, then run the call's launcher agent as one attempt of the supervision core
+(backends/supervision.py ``GroupSupervisor``, which a workload's supervisor runs too) on the
+local backend — one node, this machine — streaming every rank's output into the cell at each of
+its ticks; then collect the results in rank order or raise the first failing rank's error. An
+interrupt, the ``timeout`` or any error stops the node as a workload's cancel does (SIGTERM,
+then SIGKILL after ``grace_period``, then whatever the call left, found by its group's mark);
+the run ends FINISHED, FAILED or KILLED accordingly.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends.agent import GroupAgent, Outcome
 from ..backends.base import Backend, GroupLaunch, NodeGroup, NodeLaunch
+from ..backends.supervision import GroupSupervisor, Outcome
 from ..config import CHECKPOINT_DIR
 from ..files import write_atomic, write_json
 from ..logs.logfile import PREFIX, LogWriter
@@ -70,7 +70,7 @@ class Launch:
         self.run_dir: RunDir | None = None
         self.mlflow_run: ManagedRun | None = None
         self.group: NodeGroup | None = None  # the call's nodes, once started
-        self.supervisor: GroupAgent | None = None  # the supervision core, running the call
+        self.supervisor: GroupSupervisor | None = None  # the supervision core, running the call
         self.ended_with: Outcome | None = None  # how it saw the nodes end
         self.writers: list[LogWriter] = []  # the nodes' launcher logs
         self.output: RankOutput | None = None
@@ -132,7 +132,7 @@ class Launch:
 
         if self.backend is None:
             self.backend = LocalBackend(_kernel_environment())
-        supervisor = self.supervisor = GroupAgent(
+        supervisor = self.supervisor = GroupSupervisor(
             self.backend,
             self,
             max_restarts=0,  # torch elastic restarts the ranks (max_restarts), not the node

@@ -1,6 +1,6 @@
 """What an attempt of a job run is beyond its processes: its MLflow run (tags, code artifact,
 system metrics, the reason it ended), its log files and their index, its rows in the job store.
-The supervision core (``backends.agent``) calls these hooks; the supervisor
+The supervision core (``backends.supervision``) calls these hooks; the supervisor
 (``supervisor.py``) owns the job run around them. Records written while the disk is full wait
 for room (``disk.DiskWatch``): an attempt's end is never dropped for want of space.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..api.enums import run_status_of
-from ..backends.agent import Outcome
 from ..backends.base import GroupLaunch, Metrics, NodeGroup, NodeLaunch, argv_for
+from ..backends.supervision import Outcome
 from ..config import ATTEMPT, CHECKPOINT_DIR, JOB_ID, SYSTEM_METRICS_INTERVAL_S
 from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB, TAG_REASON, TAG_RESTARTS
 from .checkpoints import CheckpointSync, Home, LocalFolder, NodeFolder, count_restarts

@@ -1,15 +1,16 @@
 """The supervisor of one job run: ``python -m jupyter_air.workloads.supervisor <job id>``.
 
-Started detached (its own session, no inherited stdio, output in ``<job folder>/supervisor.log``)
-by the submission, it outlives the CLI or kernel that submitted the job. Its attempts run through
-the supervision core (``backends.agent``) on the job's backend — every node on this machine, or
-each on its own Ray node. For each attempt — the first, then each retry up to ``max_retries``
-after a non-zero exit, a signal, a lost node or a timeout — it creates a new MLflow run in the
-experiment, starts every node, records system metrics per node (sampled on the node), keeps the
-logs (on the Jupyter host, whatever ran them), uploads them to the run, and ends the run FINISHED,
-FAILED or KILLED. The job run ends SUCCEEDED, FAILED or CANCELLED with the reason. SIGTERM (what
-``air cancel`` sends) cancels: every node's process group gets SIGTERM, then SIGKILL after a
-grace period. GPU sampling in the Jupyter server is held awake for the job's duration.
+Started detached (its own session, no inherited stdio, output in ``<job
+folder>/supervisor.log``) by the submission, it outlives the CLI or kernel that submitted the
+job. Its attempts run through the supervision core (``backends.supervision``) on the job's
+backend — every node on this machine, or each on its own Ray node. For each attempt — the first,
+then each retry up to ``max_retries`` after a non-zero exit, a signal, a lost node or a timeout
+— it creates a new MLflow run in the experiment, starts every node, records system metrics per
+node (sampled on the node), keeps the logs (on the Jupyter host, whatever ran them), uploads
+them to the run, and ends the run FINISHED, FAILED or KILLED. The job run ends SUCCEEDED, FAILED
+or CANCELLED with the reason. SIGTERM (what ``air cancel`` sends) cancels: every node's process
+group gets SIGTERM, then SIGKILL after a grace period. GPU sampling in the Jupyter server is
+held awake for the job's duration.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ..backends.agent import CANCELLED, FAILED, GroupAgent, Outcome
 from ..backends.base import Waiter
+from ..backends.supervision import CANCELLED, FAILED, GroupSupervisor, Outcome
 from ..config import KILL_GRACE_S, data_dir
 from ..disk import DiskWatch, no_space
 from ..tracking.naming import TAG_ATTEMPT, TAG_ATTEMPTS, TAG_JOB
@@ -69,15 +70,15 @@ class Supervisor:
         # calls were bounded (the command keeps MLflow's own retries)
         self.node_env = dict(node_env if node_env is not None else os.environ)
         self.tracking: JobTracking | None = None
-        self.agent: GroupAgent | None = None
+        self.core: GroupSupervisor | None = None
         self.disk = DiskWatch(job_dir(store.data_dir, job_id), shown=store.data_dir)
 
     # signals ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
         def on_signal(signum: int, frame: Any) -> None:
             self.cancel.set()
-            if self.agent is not None:
-                self.agent.wake.set()
+            if self.core is not None:
+                self.core.wake.set()
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
@@ -170,7 +171,7 @@ class Supervisor:
         backend = backend_for(job.backend, job.cluster, environ=self.node_env)
         attempts = JobAttempts(self, job, self.tracking)
         queue = getattr(backend, "wait_for_room", None) or LocalQueue(self.store, job).wait
-        self.agent = GroupAgent(
+        self.core = GroupSupervisor(
             backend,
             attempts,
             max_restarts=job.max_retries,
@@ -181,7 +182,7 @@ class Supervisor:
             failing=attempts.failing,
             wait_for_room=lambda attempt: queue(self._waiter(job, attempt)),
         )
-        return self.agent.run()
+        return self.core.run()
 
     # the cluster's queue -----------------------------------------------------------------------
     def _waiter(self, job: JobRun, attempt: int) -> Waiter:

@@ -71,7 +71,7 @@ def failure(state: NodeState) -> Outcome:
     return Outcome(FAILED, f"node {state.node} exited with code {code}", exit_code=code)
 
 
-class GroupAgent:
+class GroupSupervisor:
     def __init__(
         self,
         backend: Backend,
