@@ -26,7 +26,16 @@ WORKLOADS = [
     "yaml_source",
 ]
 LOGS = ["capture", "filters", "follow", "levels", "logfile", "query", "scan"]
-BACKENDS = ["agent", "base", "choice", "keeper", "local", "ray_backend", "ray_group", "ray_node"]
+BACKENDS = [
+    "base",
+    "choice",
+    "keeper",
+    "local",
+    "ray_backend",
+    "ray_group",
+    "ray_node",
+    "supervision",
+]
 MODULES = [
     "jupyter_air.workloads",
     *(f"jupyter_air.workloads.{name}" for name in WORKLOADS),
