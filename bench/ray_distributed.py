@@ -8,6 +8,11 @@ Wall time per call, from the call to its results in the driver; medians and the 
 without an MLflow run (``mlflow=False``; a TorchTrainer run has none either), and both in a
 driver already connected to the cluster, as a kernel is after its first call.
 
+Then where the seconds of a call with kept nodes go, from ``--repeat`` more such calls: marks
+taken in the kernel (the supervision core's steps), by each node's launcher agent (its outcome's
+start and end) and by the ranks (entering the function, the gloo group formed, returning); the
+nodes are this machine's, so one clock serves them all. Medians of each step.
+
     python bench/ray_distributed.py [--repeat 5]
 """
 
@@ -20,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -40,6 +46,89 @@ def hello() -> int:
     dist.all_reduce(total)
     assert total.item() == dist.get_world_size()
     return dist.get_rank()
+
+
+def timed_hello() -> dict[str, float]:
+    """``hello``, telling when the rank entered it, had torch, had its process group and
+    returned."""
+    entered = time.time()
+    import torch
+    import torch.distributed as dist
+
+    imported = time.time()
+    dist.init_process_group("gloo")
+    grouped = time.time()
+    total = torch.tensor([1.0])
+    dist.all_reduce(total)
+    return {"entered": entered, "imported": imported, "grouped": grouped, "returned": time.time()}
+
+
+def breakdown(repeat: int) -> dict[str, float]:
+    """Medians of the steps of ``repeat`` calls whose nodes the call before kept."""
+    from jupyter_air import distributed
+    from jupyter_air.backends.supervision import GroupSupervisor
+    from jupyter_air.launch.cluster import ClusterLaunch
+
+    marks: dict[str, Any] = {}
+
+    def mark(cls: Any, name: str, key: str, after: bool = False) -> None:
+        original = getattr(cls, name)
+
+        def marked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not after:
+                marks[key] = time.time()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                if after:
+                    marks[key] = time.time()
+                if name == "ended":  # the agents' outcomes are home now
+                    outcomes = [
+                        self.run_dir.read_json(self.run_dir.path / f"outcome-node-{k}.json") or {}
+                        for k in range(self.cluster.nodes)
+                    ]
+                    marks["agents"] = outcomes
+
+        setattr(cls, name, marked)
+
+    mark(ClusterLaunch, "prepare", "prepare")
+    mark(ClusterLaunch, "started", "started")
+    mark(GroupSupervisor, "_stop_workers", "noticed")
+    mark(ClusterLaunch, "ended", "ended")
+    mark(ClusterLaunch, "_release", "released", after=True)
+    call = distributed(gpus=1, nodes=2, mlflow=False)(timed_hello)
+    call.distributed()  # the nodes kept for the calls measured
+    steps: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        marks.clear()
+        began = time.time()
+        ranks = call.distributed()
+        back = time.time()
+        agents = marks["agents"]
+        agent_started = min(a["started"] for a in agents)
+        agent_ended = max(a["ended"] for a in agents)
+        entered = max(r["entered"] for r in ranks)
+        imported = max(r["imported"] for r in ranks)
+        grouped = max(r["grouped"] for r in ranks)
+        returned = max(r["returned"] for r in ranks)
+        for step, seconds in {
+            "kernel: run folder and payload": marks["prepare"] - began,
+            "nodes' commands started through their actors": marks["started"] - marks["prepare"],
+            "launcher agent: interpreter and jupyter_air imports": agent_started - marks["started"],
+            "agent → ranks in the function (elastic, rendezvous, interpreter, payload)": (
+                entered - agent_started
+            ),
+            "import torch in the ranks": imported - entered,
+            "gloo process group": grouped - imported,
+            "all-reduce and return": returned - grouped,
+            "ranks' results written and exit, agents end": agent_ended - returned,
+            "kernel notices the end (poll)": marks["noticed"] - agent_ended,
+            "stop check, last files home, nodes kept": marks["released"] - marks["noticed"],
+            "results to the caller": back - marks["released"],
+            "whole call": back - began,
+        }.items():
+            steps.setdefault(step, []).append(seconds)
+    return {step: statistics.median(times) for step, times in steps.items()}
 
 
 def run_ours(keep_nodes: float | None = None) -> list[int]:
@@ -101,6 +190,8 @@ def main() -> None:
                 run_ray_train(storage)
                 theirs.append(time.perf_counter() - started)
             kept_nodes().release()
+            steps = breakdown(args.repeat)
+            kept_nodes().release()
         ray.shutdown()
     finally:
         stop_cluster(cluster)
@@ -115,6 +206,9 @@ def main() -> None:
     print(f"  TorchTrainer(num_workers=2): {b:.2f} s  (runs: {runs(theirs)})")
     print(f"  ratio .distributed / TorchTrainer: {a / b:.2f}x (target ≤ 0.5x)")
     print(f"  ratio .distributed(keep_nodes=0) / TorchTrainer: {c / b:.2f}x")
+    print(f"where a call with kept nodes spends its time, medians of {args.repeat} calls:")
+    for step, seconds in steps.items():
+        print(f"  {seconds:6.2f} s  {step}")
 
 
 if __name__ == "__main__":
