@@ -1,6 +1,7 @@
 /**
  * Browser benchmarks (not part of `make test`): the GPU panel's render time per update for
- * 8 simulated GPUs with a full history (one node, and 4 nodes through node agents), and the README screenshot. Prints figures.
+ * 8 simulated GPUs with a full history (one node, and 4 nodes through node agents), the
+ * cluster overview of 64 simulated nodes, and the README screenshot. Prints figures.
  */
 const base = require('./playwright.config');
 

@@ -4,7 +4,9 @@
  *
  * 1. one node of 8 GPUs (the Jupyter host alone): today's panel;
  * 2. 4 nodes × 8 GPUs (3 node agents on simulated GPUs reporting to the server): the overview
- *    of every node, then one node's view (its charts and processes) in that cluster.
+ *    of every node, then one node's view (its charts and processes) in that cluster;
+ * 3. 64 nodes × 8 GPUs: the cluster overview, 63 simulated nodes reporting every second from
+ *    one process (bench/simulated_nodes.py), stopped by its pid.
  *
  * Reads the panel's User Timing measures and prints figures: `jupyter-air:gpu-render-frame` is
  * the main-thread work of each uninterrupted piece of an update (what one frame must absorb;
@@ -12,9 +14,11 @@
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
+import { spawn } from 'child_process';
 
 import { Agents } from '../tests/agents';
 import { execute } from '../tests/helpers';
+import { serverDataDir } from '../tests/workloads-helpers';
 
 const HISTORY_POINTS = 720;
 const GPUS = 8;
@@ -163,13 +167,69 @@ test('GPU panel render, 4 nodes x 8 GPUs x 720 points', async ({
     const overview = await measure(page, '4 nodes, overview', 8000);
     expect(overview.frames.n).toBeGreaterThan(10);
 
-    await page.locator(`${PANEL} .jp-air-gpu-ov-open`, { hasText: nodes[1] }).click();
+    await page
+      .locator(`${PANEL} .jp-air-gpu-ov-open`, { hasText: nodes[1] })
+      .click();
     await expect(page.locator(`${PANEL} .jp-air-gpu-card`)).toHaveCount(GPUS);
-    await expect(page.locator(`${PANEL} .jp-air-gpu-node`)).toHaveText(nodes[1]);
+    await expect(page.locator(`${PANEL} .jp-air-gpu-node`)).toHaveText(
+      nodes[1]
+    );
     await page.waitForTimeout(2000); // its full history drawn once
     const node = await measure(page, `4 nodes, node ${nodes[1]}'s view`, 8000);
     expect(node.frames.n).toBeGreaterThan(10);
   } finally {
     await agents.stopAll();
+  }
+});
+
+test('GPU panel render, 64 nodes x 8 GPUs, cluster overview', async ({
+  page,
+  baseURL
+}) => {
+  test.setTimeout(300_000);
+  const python = process.env.AIR_PYTHON || 'python';
+  const feeder = spawn(
+    python,
+    [
+      '../bench/simulated_nodes.py',
+      '--server',
+      `${baseURL}/`,
+      '--data-dir',
+      serverDataDir(baseURL!),
+      '--nodes',
+      '63',
+      '--interval',
+      '1',
+      '--seconds',
+      '240'
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] }
+  );
+  let errors = '';
+  feeder.stderr!.on('data', chunk => (errors += String(chunk)));
+  const exited = new Promise<void>(resolve =>
+    feeder.once('exit', () => resolve())
+  );
+  try {
+    await new Promise<void>((resolve, reject) => {
+      feeder.stdout!.once('data', () => resolve());
+      feeder.once('exit', code =>
+        reject(new Error(`simulated_nodes.py exited (${code}): ${errors}`))
+      );
+    });
+    await execute(page, 'jupyter-air:open-gpu-resources', { node: '' });
+    await expect(page.locator(`${PANEL} .jp-air-gpu-ov-gpu`)).toHaveCount(
+      64 * GPUS,
+      {
+        timeout: 60_000
+      }
+    );
+    const overview = await measure(page, '64 nodes, overview', 10000);
+    expect(overview.frames.n).toBeGreaterThan(5);
+  } finally {
+    if (feeder.exitCode === null) {
+      feeder.kill('SIGTERM');
+    }
+    await exited;
   }
 });
