@@ -264,6 +264,28 @@ def test_cancel_leaves_no_process(env):
     assert cancel(env.store, job.id).status == "CANCELLED"  # again: nothing to do
 
 
+ESCAPER = """
+import os, subprocess, sys, pathlib
+sleep = [sys.executable, "-c", "import time; time.sleep(300)"]
+free = subprocess.Popen(sleep, start_new_session=True)
+# as a .distributed() call made in this node marks its own ranks
+marked = subprocess.Popen(sleep, start_new_session=True, env={**os.environ, GROUP: "call-x/1"})
+folder = pathlib.Path(os.environ["JUPYTER_AIR_WORKING_DIR"])
+(folder / "escaped").write_text(f"{free.pid} {marked.pid}")
+"""
+
+
+def test_what_a_command_leaves_in_sessions_of_its_own_is_stopped_at_its_end(env):
+    from jupyter_air.config import GROUP
+
+    write(env.tmp, "escaper.py", f"GROUP = {GROUP.name!r}\n" + ESCAPER)
+    job = submit_yaml(env, cpu_workload(env, "escaper", f"command: {PY} escaper.py\n"))
+    ended = wait_for(env.store, job.id)
+    assert ended.status == "SUCCEEDED", ended.reason
+    pids = [int(p) for p in (env.tmp / "escaped").read_text().split()]
+    wait_until(lambda: not any(alive(p) for p in pids), 30, "what the command left to be gone")
+
+
 def test_a_supervisor_that_dies_fails_its_job(env):
     write(env.tmp, "spawner.py", SPAWNER)
     job = submit_yaml(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import GROUP
+from ..config import GROUP, JOB_ID
 from ..pids import kill_group, process_start_time, stop_groups
 from .base import (
     GroupLaunch,
@@ -237,6 +237,11 @@ class LocalGroup:
         from ..pids import kill_job_processes
 
         pids = kill_job_processes(self.marker, GROUP.name, grace_s=grace_s)
+        # a job run's: also what carries its id with another group's mark (a `.distributed()`
+        # call made in one of its nodes marks its own ranks)
+        job = next((n.env[JOB_ID.name] for n in self.launch.nodes if JOB_ID.name in n.env), None)
+        if job is not None:
+            pids += kill_job_processes(job, JOB_ID.name, grace_s=grace_s)
         return [f"pid {pid} on this machine" for pid in pids]
 
     def forget_checkpoints(self) -> None:
