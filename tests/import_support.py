@@ -17,5 +17,11 @@ def assert_light_import(statement: str, heavy: Iterable[str]) -> None:
         "assert not loaded, loaded; "
         "assert threading.active_count() == 1, threading.enumerate()"
     )
+    run_fresh(code)
+
+
+def run_fresh(code: str) -> str:
+    """Run ``code`` in a new Python; its standard output (it must succeed)."""
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout

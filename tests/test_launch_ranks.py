@@ -91,6 +91,43 @@ def test_lambda_and_closure_defined_in_a_test(data_dir):
     assert fn.distributed(x=2) == [(0, 14), (1, 14)]
 
 
+def test_a_rank_starts_as_an_interpreter_of_its_own_would(data_dir):
+    """On Linux the ranks are forks of the launcher agent: none of the agent's state reaches the
+    function (elastic's signal handlers, its threads, its argv and __main__)."""
+
+    @distributed(gpus=2, mlflow=False)
+    def probe():
+        import logging
+        import signal
+        import sys
+        import threading
+
+        handlers = {}
+        for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"):
+            handler = signal.getsignal(getattr(signal, name))
+            handlers[name] = getattr(handler, "name", None) or getattr(handler, "__name__", "")
+        return {
+            "signals": handlers,
+            "root_handlers": len(logging.getLogger().handlers),
+            "argv": list(sys.argv),
+            "main": sys.modules["__main__"].__name__,
+            "threads": threading.active_count(),
+        }
+
+    for result in probe.distributed():
+        assert result["signals"] == {
+            "SIGTERM": "SIG_DFL",
+            "SIGINT": "default_int_handler",
+            "SIGHUP": "SIG_DFL",
+            "SIGQUIT": "SIG_DFL",
+        }
+        assert result["root_handlers"] == 0  # logging.basicConfig in the function takes effect
+        assert result["argv"][0].endswith("worker.py")
+        assert result["argv"][1].startswith(str(data_dir / "runs"))
+        assert result["main"] == "jupyter_air.launch.worker"
+        assert result["threads"] == 1
+
+
 def test_a_rank_raising_names_it_and_stops_the_others(data_dir, capsys):
     @distributed(gpus=2, mlflow=False, output="rank0")
     def fails_on_rank_1(limit):

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, MiB
@@ -136,3 +138,52 @@ def test_simulated_gpus_show_the_processes_a_kernel_started_with_their_run(tree)
     assert processes[rank]["run"]["run_id"] == "4f2c9e8a1b7d4e3f"
     assert processes[rank]["run"]["rank"] == 0
     assert processes[kernel]["run"] is None  # a kernel is its notebook's, not a run's
+
+
+def test_the_ranks_of_a_distributed_call_are_attributed_to_their_run_and_ranks(
+    tmp_path, monkeypatch
+):
+    """The ranks are forks of their launcher agent on Linux (their environment reads as the
+    agent's did): each is still found with its own rank."""
+    from jupyter_air import distributed
+
+    monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path))
+    run = {"MLFLOW_RUN_ID": "4f2c9e8a1b7d4e3f", "MLFLOW_EXPERIMENT_ID": "7"}
+    go = tmp_path / "go"
+
+    @distributed(gpus=2, mlflow=False, env=run, timeout=60)
+    def wait_to_be_seen(folder, go):
+        import os
+        import pathlib
+        import time
+
+        rank = os.environ["RANK"]
+        pathlib.Path(folder, f"rank-{rank}").write_text(str(os.getpid()))
+        while not pathlib.Path(go).exists():
+            time.sleep(0.05)
+
+    seen: dict[int, dict] = {}
+
+    def look() -> None:
+        try:
+            for rank in (0, 1):
+                path = tmp_path / f"rank-{rank}"
+                while not path.exists():
+                    time.sleep(0.05)
+                seen[rank] = process_of(int(path.read_text()))["run"]
+        finally:
+            go.touch()
+
+    watcher = threading.Thread(target=look)
+    watcher.start()
+    wait_to_be_seen.distributed(str(tmp_path), str(go))
+    watcher.join(30)
+    for rank in (0, 1):
+        assert seen[rank] == {
+            "run_id": "4f2c9e8a1b7d4e3f",
+            "experiment_id": "7",
+            "rank": rank,
+            "local_rank": rank,
+            "node_rank": 0,  # its node, the only one
+            "job_id": None,
+        }

@@ -4,11 +4,8 @@ mlflow or torch (pydantic only for the spec itself); loading the IPython extensi
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from import_support import assert_light_import
+from import_support import assert_light_import, run_fresh
 
 WORKLOADS = [
     "artifacts",
@@ -68,5 +65,22 @@ def test_loading_the_extension_registers_the_magics_lazily():
         "shell.run_line_magic('unload_ext', 'jupyter_air')\n"
         "assert 'air_run' not in shell.magics_manager.magics['cell']\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+    run_fresh(code)
+
+
+def test_jupyter_airs_own_processes_import_ray_without_its_slowest_optional_package():
+    """The `air` command and the supervisors mark jsonschema's optional ``rfc3987_syntax``
+    absent (1.1 s of ``import ray``): Ray and jsonschema work without it."""
+    code = (
+        "import sys\n"
+        "from jupyter_air.backends.ray_import import without_slow_optional_imports\n"
+        "without_slow_optional_imports()\n"
+        "import jsonschema, ray, ray.runtime_env\n"
+        "assert 'rfc3987_syntax' in sys.modules and sys.modules['rfc3987_syntax'] is None\n"
+        "ray.runtime_env.RuntimeEnv(env_vars={'A': '1'})\n"
+        "checker = jsonschema.FormatChecker()\n"
+        "jsonschema.validate({'at': 'a@b.example'}, {'properties': {'at': {'format': 'email'}}},"
+        " format_checker=checker)\n"
+        "print('ok')\n"
+    )
+    assert run_fresh(code).strip() == "ok"

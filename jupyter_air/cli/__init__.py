@@ -51,6 +51,9 @@ __all__ = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ..backends.ray_import import without_slow_optional_imports
+
+    without_slow_optional_imports()
     from .. import agent_command
     from .commands_explain import cmd_explain, field_help_argv
     from .commands_jobs import cmd_cancel, cmd_get, cmd_list

@@ -2,10 +2,15 @@
 call, started by the kernel in its own session.
 
 It runs torch elastic's ``elastic_launch`` (c10d rendezvous on loopback, restarts as the
-call's ``max_restarts`` says), which
-starts the ranks as ``python -m jupyter_air.launch.worker <run dir>`` with their stdout/stderr in
-files of the run folder, and writes ``outcome.json`` for the kernel: succeeded, failed (per-rank
-exit codes and signals), stopped by a signal, or a launcher error. When elastic stops the ranks
+call's ``max_restarts`` says), which starts the ranks with their stdout/stderr in files of the
+run folder, and writes ``outcome.json`` for the kernel: succeeded, failed (per-rank exit codes
+and signals), stopped by a signal, or a launcher error.
+
+On Linux the ranks are forks of this agent (elastic's ``fork`` start method, entry point
+``worker.run_forked``): the agent has imported torch for elastic already, so a rank starts
+without an interpreter's start and a second ``import torch`` (about a second each call;
+bench/README.md). Elsewhere, where forking a process that imported torch is not safe, each rank
+is ``python -m jupyter_air.launch.worker <run dir>``. When elastic stops the ranks
 still running (after the first failure, or when the agent is signalled) it notes which in the run
 folder first, so that none of them is taken for the cause.
 
@@ -27,12 +32,16 @@ import sys
 import time
 import traceback
 import uuid
+import warnings
 from typing import Any
 
 from ..config import NODE_IP, RESTARTED_RANKS_ENV
 from ..files import write_json
 from .processes import AGENT_PID_ENV, signal_name, watch_parent
 from .rundir import RunDir, record_stops
+
+FORK_RANKS = sys.platform == "linux"
+WORKER_MODULE = "jupyter_air.launch.worker"
 
 
 def main(argv: list[str]) -> int:
@@ -117,13 +126,24 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         logs_specs=RunDirLogsSpecs(run_dir, nproc),
         shutdown_timeout=grace,
     )
-    elastic_launch(config, sys.executable)("-m", "jupyter_air.launch.worker", str(run_dir.path))
+    if FORK_RANKS:
+        from .worker import run_forked
+
+        config.start_method = "fork"
+        # the agent's own threads (the kernel watch, the rendezvous store's) are not the ranks'
+        # business: a rank touches none of their state
+        warnings.filterwarnings("ignore", message=r".*fork\(\) may lead to deadlocks")
+        elastic_launch(config, run_forked)(str(run_dir.path))
+    else:
+        elastic_launch(config, sys.executable)("-m", WORKER_MODULE, str(run_dir.path))
 
 
 def _record_elastic_stops(run_dir: RunDir, grace: float) -> None:
     """Before elastic's process context stops its ranks (``PContext.close``: SIGTERM, then
     SIGKILL after its timeout), record those still running as stopped by the launch, by global
-    rank. The timeout is the call's ``grace_period`` (elastic's restart waits 30 s)."""
+    rank, and how each rank that already ended did (``_ENDED``): elastic names one failure of
+    forked ranks, the first it notices, which may be a rank that only saw its peer die. The
+    timeout is the call's ``grace_period`` (elastic's restart waits 30 s)."""
     import psutil
     from torch.distributed.elastic.multiprocessing import api
 
@@ -138,10 +158,14 @@ def _record_elastic_stops(run_dir: RunDir, grace: float) -> None:
     def close(pcontext: Any, death_sig: Any = None, timeout: float = 30) -> None:
         with contextlib.suppress(Exception):  # a record not written must not keep ranks running
             global_rank = _global_ranks(run_dir)
+            _ENDED.clear()
+            for local, code in _exit_codes(pcontext).items():
+                pid = pcontext.pids().get(local)
+                _ENDED[global_rank.get(pid, local)] = (local, pid, code)
             ranks = [
                 global_rank.get(pid, local)
                 for local, pid in pcontext.pids().items()
-                if running(pid)
+                if local not in _exit_codes(pcontext) and running(pid)
             ]
             record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
         return original(pcontext, death_sig, min(timeout, grace))
@@ -149,15 +173,24 @@ def _record_elastic_stops(run_dir: RunDir, grace: float) -> None:
     api.PContext.close = close
 
 
+_ENDED: dict[int, tuple[int, int | None, int]] = {}  # global rank → local rank, pid, exit code
+
+
+def _exit_codes(pcontext: Any) -> dict[int, int]:
+    """Local rank → exit code (minus the signal) of the ranks of ``pcontext`` that have ended."""
+    forked = getattr(pcontext, "_pc", None)
+    if forked is not None:
+        processes = enumerate(forked.processes)
+        return {local: p.exitcode for local, p in processes if p.exitcode is not None}
+    handlers = getattr(pcontext, "subprocess_handlers", {})
+    codes = {local: handler.proc.poll() for local, handler in handlers.items()}
+    return {local: code for local, code in codes.items() if code is not None}
+
+
 def _global_ranks(run_dir: RunDir) -> dict[int, int]:
     """pid → global rank, from the pid files the ranks wrote (on several nodes a local rank is
     not the rank)."""
-    found = {}
-    for path in run_dir.path.glob("pid-*.json"):
-        info = run_dir.read_json(path) or {}
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            found[int(info["pid"])] = int(path.stem.split("-", 1)[1])
-    return found
+    return {info["pid"]: rank for rank, info in run_dir.rank_pids().items()}
 
 
 def _describe_failure(error: BaseException) -> dict[str, Any]:
@@ -167,14 +200,12 @@ def _describe_failure(error: BaseException) -> dict[str, Any]:
     if isinstance(error, ChildFailedError):
         failures = {}
         for rank, failure in error.failures.items():
-            failures[str(rank)] = {
-                "rank": int(rank),
-                "local_rank": failure.local_rank,
-                "pid": failure.pid,
-                "exitcode": failure.exitcode,
-                "signal": signal_name(-failure.exitcode) if failure.exitcode < 0 else None,
-                "timestamp": failure.timestamp,
-            }
+            failures[str(rank)] = _failure(
+                int(rank), failure.local_rank, failure.pid, failure.exitcode, failure.timestamp
+            )
+        for rank, (local, pid, code) in _ENDED.items():
+            if code != 0 and str(rank) not in failures:
+                failures[str(rank)] = _failure(rank, local, pid, code, time.time())
         return {"state": "failed", "failures": failures}
     if isinstance(error, SignalException):
         return {"state": "stopped", "signal": signal_name(int(error.sigval))}
@@ -183,6 +214,17 @@ def _describe_failure(error: BaseException) -> dict[str, Any]:
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     print(text, file=sys.stderr, flush=True)
     return {"state": "error", "error": f"{type(error).__name__}: {error}", "traceback": text}
+
+
+def _failure(rank: int, local: int, pid: int | None, code: int, when: float) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "local_rank": local,
+        "pid": pid,
+        "exitcode": code,
+        "signal": signal_name(-code) if code < 0 else None,
+        "timestamp": when,
+    }
 
 
 def _watch_driver(settings: dict[str, Any]) -> dict[str, bool]:

@@ -73,6 +73,17 @@ class RunDir:
     def pid(self, rank: int) -> Path:
         return self.path / f"pid-{rank}.json"
 
+    def rank_pids(self) -> dict[int, dict[str, Any]]:
+        """Global rank → its pid file (``pid``, ``started``, ``local_rank``), for the ranks of
+        this folder's node that have written one."""
+        found = {}
+        for path in self.path.glob("pid-*.json"):
+            info = self.read_json(path)
+            rank = path.stem.partition("-")[2]
+            if info is not None and rank.isdigit() and isinstance(info.get("pid"), int):
+                found[int(rank)] = info
+        return found
+
     @property
     def restarts(self) -> Path:
         """torch elastic's restarts of the ranks (``max_restarts``): one entry a restart."""

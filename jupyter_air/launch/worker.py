@@ -1,11 +1,12 @@
-"""One rank: ``python -m jupyter_air.launch.worker <run dir>``, started by torch elastic.
+"""One rank, started by torch elastic: a fork of the launcher agent (``run_forked``, on Linux)
+or ``python -m jupyter_air.launch.worker <run dir>``.
 
-A fresh interpreter (never a fork of the kernel) that restores the kernel's ``sys.path`` and
-working folder, loads the cloudpickled function and arguments, runs the function once and leaves
-``result-<rank>.pkl`` or ``error-<rank>.pkl`` in the run folder for the kernel. Rank 0..N-1 get
-the torchrun environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, …) from elastic.
+Never a fork of the kernel: it restores the kernel's ``sys.path`` and working folder, loads the
+cloudpickled function and arguments, runs the function once and leaves ``result-<rank>.pkl`` or
+``error-<rank>.pkl`` in the run folder for the kernel. Rank 0..N-1 get the torchrun environment
+(RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, …) from elastic.
 
-Kept light: it imports neither torch nor mlflow unless the function does.
+Kept light: as its own interpreter it imports neither torch nor mlflow unless the function does.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ def main(argv: list[str]) -> int:
     agent = os.environ.get(AGENT_PID_ENV)
     # the agent stops us; if it is killed outright, go with it
     die_with_parent(signal.SIGKILL, int(agent) if agent else None)
-    write_json(run_dir.pid(rank), {"pid": os.getpid(), "started": started})
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    write_json(
+        run_dir.pid(rank), {"pid": os.getpid(), "started": started, "local_rank": local_rank}
+    )
     settings = run_dir.read_json(run_dir.launch) or {}
     guard = None
     if settings.get("mlflow_run_id"):
@@ -85,6 +89,23 @@ def main(argv: list[str]) -> int:
     write_atomic(run_dir.result(rank), data)
     _finish_process_group()
     return 0
+
+
+def run_forked(run_dir: str) -> int:
+    """A rank forked from the launcher agent: the signals, ``sys.argv`` and ``__main__`` a rank
+    of its own interpreter would have, then ``main``. A failure leaves with its exit code at once
+    (elastic takes a value returned by a forked rank for success); success returns 0."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)  # the agent's handlers raise in elastic's loop
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.argv = [__file__, run_dir]
+    sys.modules["__main__"] = sys.modules[__name__]
+    code = main([run_dir])
+    if code:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _send_async_logs(guard: MlflowGuard | None) -> None:

@@ -9,6 +9,10 @@ the server's, not a run's: kernels are attributed to their notebook instead). Re
 environment is not allowed: such a process gets no run. The answer for a process never changes
 (its environment is fixed at start), so it is cached by pid and start time — unless the process's
 own environment read empty, as it does for a moment while a process starts.
+
+A rank forked from its launcher agent (launch/agent.py, on Linux) reads as the agent did when it
+started: its ``RANK`` and ``LOCAL_RANK`` came later. Its command line is the agent's, which names
+the run folder; the rank's pid file there says which rank it is.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Collection, Mapping
 import psutil
 
 from ..config import JOB_ID
+from ..launch.rundir import RunDir
 from .samples import RunOwner
 
 RUN_ENV = "MLFLOW_RUN_ID"
@@ -25,6 +30,7 @@ EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_ID"
 JOB_ENV = JOB_ID.name
 RANK_ENVS = {"rank": "RANK", "local_rank": "LOCAL_RANK", "node_rank": "NODE_RANK"}
 NAMES = (RUN_ENV, EXPERIMENT_ENV, JOB_ENV, *RANK_ENVS.values())
+AGENT_MODULE = "jupyter_air.launch.agent"
 MAX_ANCESTORS = 16
 CACHE_MAX = 4096
 _ID_MAX = 64  # run, experiment and job ids are short; anything longer is not ours
@@ -55,12 +61,34 @@ def _search(process: psutil.Process, stop_at: Collection[int]) -> tuple[RunOwner
         environ = _environ(member)
         if member is process:
             readable = bool(environ)
+            if readable and not environ.get(RANK_ENVS["rank"]):
+                forked = _forked_rank(process)
+                readable = forked is not None
+                environ = {**environ, **(forked or {})}
         for name in NAMES:
             if name not in found and environ.get(name):
                 found[name] = environ[name]
         if len(found) == len(NAMES):
             break
     return owner_from(found), readable
+
+
+def _forked_rank(process: psutil.Process) -> dict[str, str] | None:
+    """The rank variables of a rank forked from a launcher agent, from its pid file; None while
+    a process with the agent's command line has none there (the agent itself, or a rank that
+    has not written it yet); {} for any other process."""
+    try:
+        command = process.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        return {}
+    if AGENT_MODULE not in command[:-1]:
+        return {}
+    folder = RunDir(command[command.index(AGENT_MODULE) + 1])
+    for rank, info in folder.rank_pids().items():
+        if info["pid"] == process.pid:
+            local = info.get("local_rank")
+            return {RANK_ENVS["rank"]: str(rank), RANK_ENVS["local_rank"]: str(local)}
+    return None
 
 
 def owner_from(environ: Mapping[str, str]) -> RunOwner | None:

@@ -195,6 +195,9 @@ class Placer:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..backends.ray_import import without_slow_optional_imports
+
+    without_slow_optional_imports()
     parser = argparse.ArgumentParser(prog="python -m jupyter_air.telemetry.ray_agents")
     parser.add_argument("--server", required=True, help="the Jupyter server's URL")
     parser.add_argument("--address", required=True, help="the Ray cluster's address")

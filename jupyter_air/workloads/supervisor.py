@@ -214,6 +214,9 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..backends.ray_import import without_slow_optional_imports
+
+    without_slow_optional_imports()
     parser = argparse.ArgumentParser(
         prog="python -m jupyter_air.workloads.supervisor",
         description="Run one job run's attempts (started by `air run` / %%air_run).",
