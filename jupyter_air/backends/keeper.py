@@ -28,6 +28,8 @@ from pathlib import Path
 
 from ..config import GROUP, KILL_GRACE_S
 
+OWNER_CHECK_S = 0.2  # how often the keeper looks whether its owner is still there
+
 GROUP_ENV = GROUP.name
 
 
@@ -97,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     child = subprocess.Popen(argv[split + 1 :], preexec_fn=_default_signals)
     while True:
-        code = child.poll()
+        try:  # the command's end is noticed at once; its owner is looked at between
+            code: int | None = child.wait(timeout=OWNER_CHECK_S)
+        except subprocess.TimeoutExpired:
+            code = None
         if code is not None:
             _write(args.status, code)
             return 0
@@ -109,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
             _write(args.status, ended if ended is not None else KILLED)
             kill_group(os.getpgid(0))  # what is left of the group, the keeper with it
             return 1
-        time.sleep(0.2)
 
 
 def _alive(pid: int, started: float) -> bool:
