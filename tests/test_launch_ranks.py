@@ -93,14 +93,20 @@ def test_lambda_and_closure_defined_in_a_test(data_dir):
 
 def test_a_rank_starts_as_an_interpreter_of_its_own_would(data_dir):
     """On Linux the ranks are forks of the launcher agent: none of the agent's state reaches the
-    function (elastic's signal handlers, its threads, its argv and __main__)."""
+    function (elastic's signal handlers, its threads, its argv and __main__), and the function's
+    exit handlers run at the rank's end."""
 
     @distributed(gpus=2, mlflow=False)
-    def probe():
+    def probe(folder):
+        import atexit
         import logging
+        import pathlib
         import signal
         import sys
         import threading
+
+        rank = os.environ["RANK"]
+        atexit.register(pathlib.Path(folder, f"exited-{rank}").write_text, "handlers ran")
 
         handlers = {}
         for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"):
@@ -114,7 +120,7 @@ def test_a_rank_starts_as_an_interpreter_of_its_own_would(data_dir):
             "threads": threading.active_count(),
         }
 
-    for result in probe.distributed():
+    for result in probe.distributed(str(data_dir)):
         assert result["signals"] == {
             "SIGTERM": "SIG_DFL",
             "SIGINT": "default_int_handler",
@@ -126,6 +132,8 @@ def test_a_rank_starts_as_an_interpreter_of_its_own_would(data_dir):
         assert result["argv"][1].startswith(str(data_dir / "runs"))
         assert result["main"] == "jupyter_air.launch.worker"
         assert result["threads"] == 1
+    for rank in (0, 1):  # the function's exit handlers ran at each rank's end
+        assert (data_dir / f"exited-{rank}").read_text() == "handlers ran"
 
 
 def test_a_rank_raising_names_it_and_stops_the_others(data_dir, capsys):

@@ -11,6 +11,7 @@ Kept light: as its own interpreter it imports neither torch nor mlflow unless th
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import pickle
@@ -93,14 +94,18 @@ def main(argv: list[str]) -> int:
 
 def run_forked(run_dir: str) -> int:
     """A rank forked from the launcher agent: the signals, ``sys.argv`` and ``__main__`` a rank
-    of its own interpreter would have, then ``main``. A failure leaves with its exit code at once
-    (elastic takes a value returned by a forked rank for success); success returns 0."""
+    of its own interpreter would have, then ``main``, then the exit handlers (a forked process
+    leaves without them). A failure leaves with its exit code (elastic takes a value returned by
+    a forked rank for success); success returns 0."""
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)  # the agent's handlers raise in elastic's loop
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv = [__file__, run_dir]
     sys.modules["__main__"] = sys.modules[__name__]
     code = main([run_dir])
+    # as its interpreter's end would: the function's exit handlers (a tracker's finish, a
+    # flush), and those of what the agent imported, which a rank importing them has as well
+    atexit._run_exitfuncs()
     if code:
         sys.stdout.flush()
         sys.stderr.flush()
