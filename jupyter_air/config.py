@@ -183,6 +183,12 @@ CHECKPOINT_MAX_GB = _s(
     low=0.001,
     unit="GB",
 )
+FORK_RANKS = _s(
+    "FORK_RANKS",
+    "`0`: each rank of a `.distributed()` call is an interpreter of its own "
+    "(`python -m jupyter_air.launch.worker`) instead of a fork of its launcher agent, which has "
+    "imported torch already (Linux): about a second more a call.",
+)
 AGENT_TOKEN = _s(
     "AGENT_TOKEN",
     "`air agent`'s token for the Jupyter server it reports to (kept out of the process list, "

@@ -136,6 +136,29 @@ def test_a_rank_starts_as_an_interpreter_of_its_own_would(data_dir):
         assert (data_dir / f"exited-{rank}").read_text() == "handlers ran"
 
 
+def test_ranks_are_interpreters_of_their_own_when_the_kernel_says_so(data_dir, monkeypatch):
+    """``JUPYTER_AIR_FORK_RANKS=0``: each rank is ``python -m jupyter_air.launch.worker``, with
+    nothing imported that the function did not import; forked ranks have the agent's torch."""
+
+    def rank_start():
+        import sys
+
+        import psutil
+
+        return {
+            "torch_before": "torch" in sys.modules,
+            "command": " ".join(psutil.Process().cmdline()),
+        }
+
+    forked = distributed(gpus=2, mlflow=False)(rank_start).distributed()
+    monkeypatch.setenv("JUPYTER_AIR_FORK_RANKS", "0")
+    own = distributed(gpus=2, mlflow=False)(rank_start).distributed()
+    assert [r["torch_before"] for r in forked] == [True, True]
+    assert all("jupyter_air.launch.agent" in r["command"] for r in forked)
+    assert [r["torch_before"] for r in own] == [False, False]
+    assert all("jupyter_air.launch.worker" in r["command"] for r in own)
+
+
 def test_a_rank_raising_names_it_and_stops_the_others(data_dir, capsys):
     @distributed(gpus=2, mlflow=False, output="rank0")
     def fails_on_rank_1(limit):

@@ -4,15 +4,17 @@ call, started by the kernel in its own session.
 It runs torch elastic's ``elastic_launch`` (c10d rendezvous on loopback, restarts as the
 call's ``max_restarts`` says), which starts the ranks with their stdout/stderr in files of the
 run folder, and writes ``outcome.json`` for the kernel: succeeded, failed (per-rank exit codes
-and signals), stopped by a signal, or a launcher error.
+and signals), stopped by a signal, or a launcher error. When elastic stops the ranks still
+running (after the first failure, or when the agent is signalled) it notes which in the run
+folder first, so that none of them is taken for the cause.
 
 On Linux the ranks are forks of this agent (elastic's ``fork`` start method, entry point
 ``worker.run_forked``): the agent has imported torch for elastic already, so a rank starts
 without an interpreter's start and a second ``import torch`` (about a second each call;
-bench/README.md). Elsewhere, where forking a process that imported torch is not safe, each rank
-is ``python -m jupyter_air.launch.worker <run dir>``. When elastic stops the ranks
-still running (after the first failure, or when the agent is signalled) it notes which in the run
-folder first, so that none of them is taken for the cause.
+bench/README.md). The agent never initialises CUDA (elastic's question whether CUDA is there is
+answered through NVML). Should the CUDA driver be loaded in it all the same, elsewhere than
+Linux, or where the kernel's ``JUPYTER_AIR_FORK_RANKS`` is ``0``, each rank is
+``python -m jupyter_air.launch.worker <run dir>``.
 
 The same agent is the command of each node of a ``.distributed(remote=True)`` job run: given a
 folder with the call and no settings, it takes them from the call and prints the ranks' output
@@ -33,6 +35,7 @@ import time
 import traceback
 import uuid
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ..config import NODE_IP, RESTARTED_RANKS_ENV
@@ -40,7 +43,8 @@ from ..files import write_json
 from .processes import AGENT_PID_ENV, signal_name, watch_parent
 from .rundir import RunDir, record_stops
 
-FORK_RANKS = sys.platform == "linux"
+FORKS_POSSIBLE = sys.platform == "linux"
+NVML_CUDA_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 WORKER_MODULE = "jupyter_air.launch.worker"
 
 
@@ -112,21 +116,22 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         endpoint = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
         local_addr = NODE_IP.text()
         rdzv["rank"] = int(os.environ["NODE_RANK"])
-    config = LaunchConfig(
-        min_nodes=nnodes,
-        max_nodes=nnodes,
-        nproc_per_node=nproc,
-        run_id=settings.get("rdzv_id") or uuid.uuid4().hex,
-        rdzv_backend=backend,
-        rdzv_endpoint=endpoint,
-        rdzv_configs=rdzv,
-        local_addr=local_addr,
-        max_restarts=int(settings.get("max_restarts", 0)),
-        monitor_interval=float(settings.get("monitor_interval", 0.1)),
-        logs_specs=RunDirLogsSpecs(run_dir, nproc),
-        shutdown_timeout=grace,
-    )
-    if FORK_RANKS:
+    with _cuda_counted_by_nvml():  # elastic asks whether CUDA is there
+        config = LaunchConfig(
+            min_nodes=nnodes,
+            max_nodes=nnodes,
+            nproc_per_node=nproc,
+            run_id=settings.get("rdzv_id") or uuid.uuid4().hex,
+            rdzv_backend=backend,
+            rdzv_endpoint=endpoint,
+            rdzv_configs=rdzv,
+            local_addr=local_addr,
+            max_restarts=int(settings.get("max_restarts", 0)),
+            monitor_interval=float(settings.get("monitor_interval", 0.1)),
+            logs_specs=RunDirLogsSpecs(run_dir, nproc),
+            shutdown_timeout=grace,
+        )
+    if FORKS_POSSIBLE and settings.get("fork_ranks", True) and not _cuda_loaded():
         from .worker import run_forked
 
         config.start_method = "fork"
@@ -136,6 +141,31 @@ def _launch(run_dir: RunDir, settings: dict[str, Any]) -> None:
         elastic_launch(config, run_forked)(str(run_dir.path))
     else:
         elastic_launch(config, sys.executable)("-m", WORKER_MODULE, str(run_dir.path))
+
+
+@contextlib.contextmanager
+def _cuda_counted_by_nvml() -> Iterator[None]:
+    """torch asks NVML whether CUDA is there, not the CUDA runtime, which would initialise CUDA
+    in this agent: a forked rank could not use it then."""
+    before = os.environ.get(NVML_CUDA_CHECK)
+    os.environ[NVML_CUDA_CHECK] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(NVML_CUDA_CHECK, None)
+        else:
+            os.environ[NVML_CUDA_CHECK] = before
+
+
+def _cuda_loaded() -> bool:
+    """Whether this process has loaded the CUDA driver (the runtime loads it when it starts,
+    NVML never does): its ranks are then interpreters of their own, as elsewhere."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return any("libcuda.so" in line for line in maps)
+    except OSError:
+        return True
 
 
 def _record_elastic_stops(run_dir: RunDir, grace: float) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Backend, GroupLaunch, NodeGroup, NodeLaunch
 from ..backends.supervision import GroupSupervisor, Outcome
-from ..config import CHECKPOINT_DIR
+from ..config import CHECKPOINT_DIR, FORK_RANKS
 from ..files import write_atomic, write_json
 from ..logs.logfile import PREFIX, LogWriter
 from ..tracking.naming import TAG_RESTARTS
@@ -253,6 +253,7 @@ class Launch:
             "grace_period": self.options.grace_period,
             "max_restarts": self.options.max_restarts,
             "monitor_interval": 0.1,
+            "fork_ranks": FORK_RANKS.text() != "0",
             "rdzv_id": uuid.uuid4().hex,
             "driver_pid": os.getpid(),
             "mlflow_run_id": run.run_id if run is not None else None,

@@ -44,6 +44,7 @@ def job_settings(run_dir: RunDir) -> dict[str, Any] | None:
         "grace_period": float(call.get("grace_period", 5.0)),
         "max_restarts": int(call.get("max_restarts", 0)),
         "monitor_interval": 0.1,
+        "fork_ranks": bool(call.get("fork_ranks", True)),
         "rdzv_id": f"{job}-{attempt}",  # the same on every node of the attempt
         "driver_pid": None,  # the supervisor stops this node as any other command
         "mlflow_run_id": os.environ.get("MLFLOW_RUN_ID"),

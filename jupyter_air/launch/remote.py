@@ -42,6 +42,7 @@ def submit_call(
     """Submit the call; its job run (PENDING, supervisor started). Refused at once — nothing
     created — when it cannot run where it would (GPUs, the cluster's shape, tracking)."""
     from ..backends.choice import choose
+    from ..config import FORK_RANKS
     from ..tracking.context import kernel_context
     from ..workloads import calls
     from ..workloads.jobs import open_store, submit
@@ -76,6 +77,7 @@ def submit_call(
         "nnodes": options.nodes,
         "grace_period": options.grace_period,
         "max_restarts": options.max_restarts,  # the call's agent restarts its ranks itself
+        "fork_ranks": FORK_RANKS.text() != "0",
     }
     (folder / "call.json").write_text(json.dumps(call), encoding="utf-8")
     try:
