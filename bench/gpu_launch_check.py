@@ -2,7 +2,8 @@
 
 1. `.distributed()` with every visible GPU and NCCL: one rank per GPU, each on its own device
    (`LOCAL_RANK`), an all-reduce gives the right sum, every value comes back in rank order, and
-   the call's MLflow run has per-node GPU system metrics (`system/node_0/gpu_0_…`).
+   the call's MLflow run has per-node GPU system metrics (`system/node_0/gpu_0_…`); on Linux the
+   ranks are forks of the launcher agent and CUDA works in them (the agent never initialised it).
 2. Asking for one GPU more than exist fails before anything starts, saying what exists.
 3. A workload with `num_accelerators: 1` sees exactly one GPU (`CUDA_VISIBLE_DEVICES`, torch);
    one asking for more GPUs than exist is refused at submission.
@@ -52,6 +53,7 @@ def check_distributed(gpus: int, tracking_uri: str) -> None:
         import os
         import time
 
+        import psutil
         import torch
         import torch.distributed as dist
 
@@ -72,6 +74,7 @@ def check_distributed(gpus: int, tracking_uri: str) -> None:
             "device": str(device),
             "uuid": str(torch.cuda.get_device_properties(local).uuid) if cuda else None,
             "run_id": os.environ.get("MLFLOW_RUN_ID"),
+            "command": " ".join(psutil.Process().cmdline()),
         }
 
     print(f"1. .distributed() on {ranks} {'GPU' if cuda else 'CPU'} ranks", flush=True)
@@ -85,6 +88,9 @@ def check_distributed(gpus: int, tracking_uri: str) -> None:
     if cuda:
         devices = {r["uuid"] for r in results}
         check(len(devices) == ranks, f"each rank on its own GPU ({sorted(devices)})")
+    if sys.platform == "linux":
+        forked = all("jupyter_air.launch.agent" in r["command"] for r in results)
+        check(forked, "ranks forked from the launcher agent (torch imported once)")
     run_ids = {r["run_id"] for r in results}
     check(len(run_ids) == 1 and None not in run_ids, "every rank shares one MLflow run")
     run = MlflowClient(tracking_uri).get_run(run_ids.pop())
