@@ -16,24 +16,29 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..tasks import cancel_and_wait
 from ..telemetry import History, Hold, PollLoop, Sampler, create_backend
 from ..telemetry.agent_tokens import AgentTokens
+from ..telemetry.history import Entry
 from ..telemetry.hold_files import live_holds
 from ..telemetry.models import (
     ClusterOverview,
     GpuPayload,
+    GpuReading,
     GpuSummary,
+    GpuValues,
     IngestRequest,
     IngestResponse,
-    NodeSummary,
 )
+from ..telemetry.models import Sample as SampleModel
 from ..telemetry.nodes import STALE_INTERVALS, Encoded, NodeRecord, NodeRegistry
-from ..telemetry.samples import KernelOwner, Sample
+from ..telemetry.samples import KernelOwner
 
 GZIP_MIN_BYTES = 1024
 OFFLOAD_MIN_BYTES = 64 * 1024
-GPU_ROW_FIELDS = frozenset(GpuSummary.model_fields)
+READING_ONLY = tuple(GpuReading.model_fields.keys() - GpuValues.model_fields.keys())
 
 
 class NodeConflict(Exception):
@@ -219,7 +224,7 @@ class GpuService:
         health, sorted by name. Each agent node's part is encoded once per change of what it
         shows, so a panel polling a large cluster costs a join."""
         now = self.nodes.now()
-        parts = {self.node: self._own_summary().model_dump_json()}
+        parts = {self.node: self._own_summary_json()}
         for name in self.nodes.names():
             record = self.nodes.get(name)
             assert record is not None
@@ -240,24 +245,21 @@ class GpuService:
         ).model_dump_json()
         return _splice(head, "nodes", [parts[name] for name in sorted(parts)])
 
-    def _own_summary(self) -> NodeSummary:
+    def _own_summary_json(self) -> str:
         latest = self.history.latest()
-        info = self.sampler.info()
-        sample = latest.sample if latest is not None else None
-        return NodeSummary.model_validate(
+        loop = self.poll_loop
+        return summary_json(
+            self.sampler.info(),
             {
-                **info,
                 "source": "server",
                 "state": "live",
                 "last_seen": latest.t if latest is not None else None,
-                "last_sample_t": latest.t if latest is not None else None,
-                "interval_s": self.poll_loop.interval_s,
-                "paused": self.poll_loop.paused,
-                "held_by": self.poll_loop.held_by,
-                "error": self.poll_loop.last_error,
-                "host": sample["host"] if sample else None,
-                "gpus": gpu_rows(info["devices"], sample),
-            }
+                "interval_s": loop.interval_s,
+                "paused": loop.paused,
+                "held_by": loop.held_by,
+                "error": loop.last_error,
+            },
+            _latest_model(latest),
         )
 
     def _agent_summary_json(self, record: NodeRecord) -> str:
@@ -267,23 +269,19 @@ class GpuService:
         if cached is not None and cached[0] == key:
             return cached[1]
         latest = record.history.latest()
-        info = self._agent_info(record)
-        sample = latest.sample if latest is not None else None
-        text = NodeSummary.model_validate(
+        text = summary_json(
+            self._agent_info(record),
             {
-                **info,
                 "source": "agent",
                 "state": state,
                 "last_seen": round(record.last_seen, 3),
-                "last_sample_t": latest.t if latest is not None else None,
                 "interval_s": record.interval_s,
                 "paused": not record.sampling,
                 "held_by": record.holds,
                 "error": record.error,
-                "host": sample["host"] if sample else None,
-                "gpus": gpu_rows(info["devices"], sample),
-            }
-        ).model_dump_json()
+            },
+            _latest_model(latest),
+        )
         self._summaries[record.name] = (key, text)
         return text
 
@@ -320,16 +318,55 @@ class GpuService:
         return await loop.run_in_executor(None, gzip.compress, raw, 5), True
 
 
-def gpu_rows(devices: list[Any], sample: Sample | None) -> list[dict[str, Any]]:
-    """Overview rows (``GpuSummary``): every known device, with its latest reading."""
-    readings = {g["index"]: g for g in sample["gpus"]} if sample else {}
-    by_index = {d["index"]: d for d in devices}
-    rows: list[dict[str, Any]] = []
-    for index in sorted(by_index.keys() | readings.keys()):
-        device = by_index.get(index, {})
-        row = {k: v for k, v in readings.get(index, {}).items() if k in GPU_ROW_FIELDS}
-        rows.append({**row, "index": index, "name": device.get("name"), "uuid": device.get("uuid")})
-    return rows
+def summary_json(info: dict[str, Any], status: dict[str, Any], sample: SampleModel | None) -> str:
+    """A node's overview row (``NodeSummary``) as JSON: what the node said about itself (``info``:
+    ``NodeInfo``'s fields), its ``status`` (the rest of ``NodeStatus``'s) and its latest sample.
+
+    The same JSON as ``NodeSummary.model_validate(...).model_dump_json()`` (fields in the model's
+    order, pydantic's own encoding), without validating again what the server built from
+    validated reports: the sample's parts are serialised as the models they already are."""
+    readings = {g.index: g for g in sample.gpus} if sample is not None else {}
+    devices = {d["index"]: d for d in info.get("devices") or ()}
+    rows: list[Any] = []
+    for index in sorted(devices.keys() | readings.keys()):
+        device = devices.get(index, {})
+        reading = readings.get(index)
+        if reading is None:
+            rows.append(GpuSummary(index=index, name=device.get("name"), uuid=device.get("uuid")))
+            continue
+        row = dict(reading.__dict__)  # its fields in order: GpuSummary's first (GpuValues)
+        for name in READING_ONLY:
+            del row[name]
+        row["name"] = device.get("name")
+        row["uuid"] = device.get("uuid")
+        rows.append(row)
+    last_seen = status["last_seen"]
+    row = {
+        "node": info["node"],
+        "source": status["source"],
+        "state": status["state"],
+        "last_seen": float(last_seen) if last_seen is not None else None,
+        "interval_s": float(status["interval_s"]),
+        "paused": bool(status["paused"]),
+        "held_by": list(status["held_by"]),
+        "error": status["error"],
+        "backend": info.get("backend"),
+        "reason": info.get("reason"),
+        "driver_version": info.get("driver_version"),
+        "last_sample_t": sample.t if sample is not None else None,
+        "host": sample.host if sample is not None else None,
+        "gpus": rows,
+    }
+    return to_json(row).decode()
+
+
+def _latest_model(entry: Entry | None) -> SampleModel | None:
+    """The latest sample as its model: as it came from an agent, else validated from the dict."""
+    if entry is None:
+        return None
+    if entry.model is not None:
+        return entry.model
+    return SampleModel.model_validate(entry.sample) if entry.sample is not None else None
 
 
 def _splice(head: str, field: str, items: list[str]) -> str:
