@@ -5,12 +5,15 @@ as the dict it always was."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 
 import pytest
 from fake_nvml import FakeGpu, FakeMig, FakeNvml, MiB, three_gpus
 
+from jupyter_air.server import gpu_service
 from jupyter_air.server.gpu_service import GpuService
 from jupyter_air.telemetry import Sampler
 from jupyter_air.telemetry.models import GpuSummary, IngestRequest, NodeSummary
@@ -71,7 +74,7 @@ def reference_row(gpu: GpuService, node: str) -> str:
     ).model_dump_json()
 
 
-def test_each_row_of_the_overview_is_the_json_its_model_gives(gpu):
+async def test_each_row_of_the_overview_is_the_json_its_model_gives(gpu):
     busy = three_gpus()
     busy.gpus[0].compute = [(4242, 2_000 * MiB)]
     busy.gpus[0].ecc = (3, 1)
@@ -88,7 +91,7 @@ def test_each_row_of_the_overview_is_the_json_its_model_gives(gpu):
     ingest(gpu, json.dumps(heartbeat).encode())
     gpu.history.append(gpu.sampler.sample())  # the Jupyter host's own node
 
-    overview = json.loads(gpu.overview())
+    overview = json.loads(await gpu.overview())
     names = [row["node"] for row in overview["nodes"]]
     assert names == ["gpu-busy", "gpu-odd", "gpu-quiet", "jupyter-host"]
     for row in overview["nodes"]:
@@ -107,17 +110,17 @@ def test_each_row_of_the_overview_is_the_json_its_model_gives(gpu):
     assert quiet_row["gpus"] == [] and quiet_row["host"] is None
 
 
-def test_the_raw_overview_text_is_what_the_models_encode(gpu):
+async def test_the_raw_overview_text_is_what_the_models_encode(gpu):
     """Not only the same values: the bytes, as a panel's gzip'd answer was before."""
     node = Sampler(NvmlBackend(nvml=three_gpus()), node="gpu-a")
     ingest(gpu, report(node))
-    text = gpu.overview()
+    text = await gpu.overview()
     start = text.index('"nodes":[') + len('"nodes":[')
     row = text[start : start + len(reference_row(gpu, "gpu-a"))]
     assert row == reference_row(gpu, "gpu-a")
 
 
-def test_an_agents_newest_sample_is_kept_as_its_model_and_served_as_before(gpu):
+async def test_an_agents_newest_sample_is_kept_as_its_model_and_served_as_before(gpu):
     fake = three_gpus()
     fake.gpus[2].compute = [(77, 1_000 * MiB)]
     node = Sampler(NvmlBackend(nvml=fake), node="gpu-a")
@@ -126,9 +129,58 @@ def test_an_agents_newest_sample_is_kept_as_its_model_and_served_as_before(gpu):
     assert record is not None
     older, newest = record.history.since()
     assert newest.model is request.samples[-1] and older.model is None
-    gpu.overview()  # built from the model
+    await gpu.overview()  # built from the model
     served = json.loads(gpu.payload(node="gpu-a"))["latest"]
     assert served == request.samples[-1].model_dump(mode="json")
     assert served["gpus"][2]["processes"][0]["pid"] == 77
     ingest(gpu, report(node))  # the next report: the former newest keeps its wire form only
     assert not record.history.since()[-2].full
+
+
+async def test_a_big_overview_is_made_off_the_event_loop_while_reports_keep_arriving(
+    gpu, monkeypatch
+):
+    """Many rows to encode: they are encoded in another thread, from what the nodes showed when
+    the request came; a report stored meanwhile is in the next answer, not mixed into this one."""
+    sampler = Sampler(NvmlBackend(nvml=three_gpus()), node="gpu-000")
+
+    def report_of(node: str) -> bytes:  # one sampler's reading, as if each node had sent it
+        body = json.loads(report(sampler))
+        body["node"] = body["info"]["node"] = body["samples"][0]["node"] = node
+        return json.dumps(body).encode()
+
+    nodes = [f"gpu-{k:03d}" for k in range(gpu_service.OFFLOAD_MIN_ROWS)]
+    for node in nodes:
+        ingest(gpu, report_of(node))
+    started, release = threading.Event(), threading.Event()
+    threads: set[int] = set()
+    encode = gpu_service.summary_json
+
+    def held(*args):
+        threads.add(threading.get_ident())
+        started.set()
+        release.wait(30)
+        return encode(*args)
+
+    monkeypatch.setattr(gpu_service, "summary_json", held)
+    asked = asyncio.ensure_future(gpu.overview())
+    for _ in range(3000):
+        if started.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert started.is_set()
+    newer = ingest(gpu, report_of(nodes[0])).samples[-1].t  # the loop goes on meanwhile
+    assert not asked.done()
+    release.set()
+    view = json.loads(await asked)
+    assert threading.get_ident() not in threads
+    first = {row["node"]: row for row in view["nodes"]}
+    assert len(first) == len(nodes) + 1 and first["gpu-000"]["last_sample_t"] < newer
+
+    monkeypatch.setattr(gpu_service, "summary_json", encode)
+    delta = json.loads(await gpu.overview(view["now"]))
+    assert [row["node"] for row in delta["nodes"]] == ["gpu-000", "jupyter-host"]
+    assert delta["nodes"][0]["last_sample_t"] == newer
+    again = {row["node"]: row for row in json.loads(await gpu.overview())["nodes"]}
+    assert again["gpu-000"]["last_sample_t"] == newer
+    assert again["gpu-001"] == first["gpu-001"]

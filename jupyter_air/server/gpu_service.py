@@ -4,7 +4,8 @@ poll loop) and the nodes that agents report (``telemetry/nodes.py``), with one i
 Created when the extension loads (cheap, nothing started); the poll loop starts on the first
 request or hold, on the server's event loop. Builds the payloads of the GPU API
 (``telemetry/models.py``); the large bodies (a panel opening on two hours of history) are assembled
-from pre-encoded samples and compressed off the event loop.
+from pre-encoded samples and compressed off the event loop, and a large cluster overview's rows
+are encoded there too (from the samples' validated models, without a second validation).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import gzip
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import to_json
 
@@ -38,6 +39,7 @@ from ..telemetry.samples import KernelOwner
 
 GZIP_MIN_BYTES = 1024
 OFFLOAD_MIN_BYTES = 64 * 1024
+OFFLOAD_MIN_ROWS = 64  # an overview with more rows to encode is made off the event loop
 READING_ONLY = tuple(GpuReading.model_fields.keys() - GpuValues.model_fields.keys())
 
 
@@ -219,17 +221,21 @@ class GpuService:
             "driver_version": None,
         }
 
-    def overview(self, since: float | None = None, *, resumed: bool = False) -> str:
+    async def overview(self, since: float | None = None, *, resumed: bool = False) -> str:
         """``GET air/api/gpu/nodes`` (a ``ClusterOverview``): every node's latest values and
-        health, sorted by name. Each agent node's part is encoded once per change of what it
-        shows, so a panel polling a large cluster costs a join."""
+        health, sorted by name. Each agent node's row is encoded once per change of what it
+        shows, so a panel polling a quiet cluster costs a join. When many rows are to be encoded
+        (a panel's poll after every node of a large cluster reported), they and the join are made
+        off the event loop, from what the nodes showed when the request came (taken on the loop,
+        where all mutation happens; a stored sample's model and a node's info are replaced,
+        never changed)."""
         now = self.nodes.now()
-        parts = {self.node: self._own_summary_json()}
+        rows: dict[str, str | Row] = {self.node: self._own_row()}
         for name in self.nodes.names():
             record = self.nodes.get(name)
             assert record is not None
             if since is None or record.changed_since(since, now, self.nodes.lost_after_s):
-                parts[name] = self._agent_summary_json(record)
+                rows[name] = self._agent_row(record)
         loop = self.poll_loop
         head = ClusterOverview(
             now=round(now, 3),
@@ -243,47 +249,48 @@ class GpuService:
             node_names=sorted([self.node, *self.nodes.names()]),
             nodes=[],
         ).model_dump_json()
-        return _splice(head, "nodes", [parts[name] for name in sorted(parts)])
+        if sum(isinstance(row, Row) for row in rows.values()) < OFFLOAD_MIN_ROWS:
+            text, built = overview_text(head, rows)
+        else:
+            run = asyncio.get_running_loop().run_in_executor
+            text, built = await run(None, overview_text, head, rows)
+        for name, (key, part) in built.items():
+            if key is not None:
+                self._summaries[name] = (key, part)
+        return text
 
-    def _own_summary_json(self) -> str:
+    def _own_row(self) -> Row:
         latest = self.history.latest()
         loop = self.poll_loop
-        return summary_json(
-            self.sampler.info(),
-            {
-                "source": "server",
-                "state": "live",
-                "last_seen": latest.t if latest is not None else None,
-                "interval_s": loop.interval_s,
-                "paused": loop.paused,
-                "held_by": loop.held_by,
-                "error": loop.last_error,
-            },
-            _latest_model(latest),
-        )
+        status = {
+            "source": "server",
+            "state": "live",
+            "last_seen": latest.t if latest is not None else None,
+            "interval_s": loop.interval_s,
+            "paused": loop.paused,
+            "held_by": list(loop.held_by),
+            "error": loop.last_error,
+        }
+        return Row(None, self.sampler.info(), status, _latest_model(latest))
 
-    def _agent_summary_json(self, record: NodeRecord) -> str:
+    def _agent_row(self, record: NodeRecord) -> str | Row:
+        """The node's row as encoded before, while it shows the same; else what to encode."""
         state = self.nodes.state(record)
         key = (record.changed_at, record.last_seen, state)
         cached = self._summaries.get(record.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        latest = record.history.latest()
-        text = summary_json(
-            self._agent_info(record),
-            {
-                "source": "agent",
-                "state": state,
-                "last_seen": round(record.last_seen, 3),
-                "interval_s": record.interval_s,
-                "paused": not record.sampling,
-                "held_by": record.holds,
-                "error": record.error,
-            },
-            _latest_model(latest),
-        )
-        self._summaries[record.name] = (key, text)
-        return text
+        status = {
+            "source": "agent",
+            "state": state,
+            "last_seen": round(record.last_seen, 3),
+            "interval_s": record.interval_s,
+            "paused": not record.sampling,
+            "held_by": list(record.holds),
+            "error": record.error,
+        }
+        info = self._agent_info(record)
+        return Row(key, info, status, _latest_model(record.history.latest()))
 
     # agents ------------------------------------------------------------------------------
     def ingest(
@@ -360,6 +367,29 @@ def summary_json(info: dict[str, Any], status: dict[str, Any], sample: SampleMod
     return to_json(row).decode()
 
 
+class Row(NamedTuple):
+    """A node's overview row to encode (``summary_json``), and its cache key (agents' rows)."""
+
+    key: tuple[float, float, str] | None
+    info: dict[str, Any]
+    status: dict[str, Any]
+    sample: SampleModel | None
+
+
+def overview_text(
+    head: str, rows: dict[str, str | Row]
+) -> tuple[str, dict[str, tuple[tuple[float, float, str] | None, str]]]:
+    """The overview: ``head`` with every row, by node name, encoded where it is not yet (a
+    pure function of its arguments: it may run off the event loop); and the rows it encoded."""
+    built = {
+        name: (row.key, summary_json(row.info, row.status, row.sample))
+        for name, row in rows.items()
+        if isinstance(row, Row)
+    }
+    parts = [row if isinstance(row, str) else built[name][1] for name, row in sorted(rows.items())]
+    return _splice(head, "nodes", parts), built
+
+
 def _latest_model(entry: Entry | None) -> SampleModel | None:
     """The latest sample as its model: as it came from an agent, else validated from the dict."""
     if entry is None:
@@ -373,4 +403,4 @@ def _splice(head: str, field: str, items: list[str]) -> str:
     """``head`` (JSON whose last field is ``field``, empty) with pre-encoded ``items`` in it."""
     empty = f'"{field}":[]}}'
     assert head.endswith(empty), f"{field} must stay the payload's last field"
-    return head[: -len("]}")] + ",".join(items) + "]}"
+    return "".join((head[: -len("]}")], ",".join(items), "]}"))
