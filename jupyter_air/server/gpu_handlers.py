@@ -92,7 +92,7 @@ class GpuNodesHandler(_GpuHandler):
     async def get(self) -> None:
         since = self._since()
         was_idle = await self.gpu.on_overview_request()
-        await self._finish(self.gpu.overview(since, resumed=was_idle))
+        await self._finish(await self.gpu.overview(since, resumed=was_idle))
 
 
 def gpu_handlers() -> list[tuple[str, type]]:

@@ -4,7 +4,8 @@ poll loop) and the nodes that agents report (``telemetry/nodes.py``), with one i
 Created when the extension loads (cheap, nothing started); the poll loop starts on the first
 request or hold, on the server's event loop. Builds the payloads of the GPU API
 (``telemetry/models.py``); the large bodies (a panel opening on two hours of history) are assembled
-from pre-encoded samples and compressed off the event loop.
+from pre-encoded samples and compressed off the event loop, and a large cluster overview's rows
+are encoded there too (from the samples' validated models, without a second validation).
 """
 
 from __future__ import annotations
@@ -14,26 +15,32 @@ import gzip
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from pydantic_core import to_json
 
 from ..tasks import cancel_and_wait
 from ..telemetry import History, Hold, PollLoop, Sampler, create_backend
 from ..telemetry.agent_tokens import AgentTokens
+from ..telemetry.history import Entry
 from ..telemetry.hold_files import live_holds
 from ..telemetry.models import (
     ClusterOverview,
     GpuPayload,
+    GpuReading,
     GpuSummary,
+    GpuValues,
     IngestRequest,
     IngestResponse,
-    NodeSummary,
 )
+from ..telemetry.models import Sample as SampleModel
 from ..telemetry.nodes import STALE_INTERVALS, Encoded, NodeRecord, NodeRegistry
-from ..telemetry.samples import KernelOwner, Sample
+from ..telemetry.samples import KernelOwner
 
 GZIP_MIN_BYTES = 1024
 OFFLOAD_MIN_BYTES = 64 * 1024
-GPU_ROW_FIELDS = frozenset(GpuSummary.model_fields)
+OFFLOAD_MIN_ROWS = 64  # an overview with more rows to encode is made off the event loop
+READING_ONLY = tuple(GpuReading.model_fields.keys() - GpuValues.model_fields.keys())
 
 
 class NodeConflict(Exception):
@@ -214,17 +221,21 @@ class GpuService:
             "driver_version": None,
         }
 
-    def overview(self, since: float | None = None, *, resumed: bool = False) -> str:
+    async def overview(self, since: float | None = None, *, resumed: bool = False) -> str:
         """``GET air/api/gpu/nodes`` (a ``ClusterOverview``): every node's latest values and
-        health, sorted by name. Each agent node's part is encoded once per change of what it
-        shows, so a panel polling a large cluster costs a join."""
+        health, sorted by name. Each agent node's row is encoded once per change of what it
+        shows, so a panel polling a quiet cluster costs a join. When many rows are to be encoded
+        (a panel's poll after every node of a large cluster reported), they and the join are made
+        off the event loop, from what the nodes showed when the request came (taken on the loop,
+        where all mutation happens; a stored sample's model and a node's info are replaced,
+        never changed)."""
         now = self.nodes.now()
-        parts = {self.node: self._own_summary().model_dump_json()}
+        rows: dict[str, str | Row] = {self.node: self._own_row()}
         for name in self.nodes.names():
             record = self.nodes.get(name)
             assert record is not None
             if since is None or record.changed_since(since, now, self.nodes.lost_after_s):
-                parts[name] = self._agent_summary_json(record)
+                rows[name] = self._agent_row(record)
         loop = self.poll_loop
         head = ClusterOverview(
             now=round(now, 3),
@@ -238,54 +249,48 @@ class GpuService:
             node_names=sorted([self.node, *self.nodes.names()]),
             nodes=[],
         ).model_dump_json()
-        return _splice(head, "nodes", [parts[name] for name in sorted(parts)])
+        if sum(isinstance(row, Row) for row in rows.values()) < OFFLOAD_MIN_ROWS:
+            text, built = overview_text(head, rows)
+        else:
+            run = asyncio.get_running_loop().run_in_executor
+            text, built = await run(None, overview_text, head, rows)
+        for name, (key, part) in built.items():
+            if key is not None:
+                self._summaries[name] = (key, part)
+        return text
 
-    def _own_summary(self) -> NodeSummary:
+    def _own_row(self) -> Row:
         latest = self.history.latest()
-        info = self.sampler.info()
-        sample = latest.sample if latest is not None else None
-        return NodeSummary.model_validate(
-            {
-                **info,
-                "source": "server",
-                "state": "live",
-                "last_seen": latest.t if latest is not None else None,
-                "last_sample_t": latest.t if latest is not None else None,
-                "interval_s": self.poll_loop.interval_s,
-                "paused": self.poll_loop.paused,
-                "held_by": self.poll_loop.held_by,
-                "error": self.poll_loop.last_error,
-                "host": sample["host"] if sample else None,
-                "gpus": gpu_rows(info["devices"], sample),
-            }
-        )
+        loop = self.poll_loop
+        status = {
+            "source": "server",
+            "state": "live",
+            "last_seen": latest.t if latest is not None else None,
+            "interval_s": loop.interval_s,
+            "paused": loop.paused,
+            "held_by": list(loop.held_by),
+            "error": loop.last_error,
+        }
+        return Row(None, self.sampler.info(), status, _latest_model(latest))
 
-    def _agent_summary_json(self, record: NodeRecord) -> str:
+    def _agent_row(self, record: NodeRecord) -> str | Row:
+        """The node's row as encoded before, while it shows the same; else what to encode."""
         state = self.nodes.state(record)
         key = (record.changed_at, record.last_seen, state)
         cached = self._summaries.get(record.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        latest = record.history.latest()
+        status = {
+            "source": "agent",
+            "state": state,
+            "last_seen": round(record.last_seen, 3),
+            "interval_s": record.interval_s,
+            "paused": not record.sampling,
+            "held_by": list(record.holds),
+            "error": record.error,
+        }
         info = self._agent_info(record)
-        sample = latest.sample if latest is not None else None
-        text = NodeSummary.model_validate(
-            {
-                **info,
-                "source": "agent",
-                "state": state,
-                "last_seen": round(record.last_seen, 3),
-                "last_sample_t": latest.t if latest is not None else None,
-                "interval_s": record.interval_s,
-                "paused": not record.sampling,
-                "held_by": record.holds,
-                "error": record.error,
-                "host": sample["host"] if sample else None,
-                "gpus": gpu_rows(info["devices"], sample),
-            }
-        ).model_dump_json()
-        self._summaries[record.name] = (key, text)
-        return text
+        return Row(key, info, status, _latest_model(record.history.latest()))
 
     # agents ------------------------------------------------------------------------------
     def ingest(
@@ -320,20 +325,82 @@ class GpuService:
         return await loop.run_in_executor(None, gzip.compress, raw, 5), True
 
 
-def gpu_rows(devices: list[Any], sample: Sample | None) -> list[dict[str, Any]]:
-    """Overview rows (``GpuSummary``): every known device, with its latest reading."""
-    readings = {g["index"]: g for g in sample["gpus"]} if sample else {}
-    by_index = {d["index"]: d for d in devices}
-    rows: list[dict[str, Any]] = []
-    for index in sorted(by_index.keys() | readings.keys()):
-        device = by_index.get(index, {})
-        row = {k: v for k, v in readings.get(index, {}).items() if k in GPU_ROW_FIELDS}
-        rows.append({**row, "index": index, "name": device.get("name"), "uuid": device.get("uuid")})
-    return rows
+def summary_json(info: dict[str, Any], status: dict[str, Any], sample: SampleModel | None) -> str:
+    """A node's overview row (``NodeSummary``) as JSON: what the node said about itself (``info``:
+    ``NodeInfo``'s fields), its ``status`` (the rest of ``NodeStatus``'s) and its latest sample.
+
+    The same JSON as ``NodeSummary.model_validate(...).model_dump_json()`` (fields in the model's
+    order, pydantic's own encoding), without validating again what the server built from
+    validated reports: the sample's parts are serialised as the models they already are."""
+    readings = {g.index: g for g in sample.gpus} if sample is not None else {}
+    devices = {d["index"]: d for d in info.get("devices") or ()}
+    rows: list[Any] = []
+    for index in sorted(devices.keys() | readings.keys()):
+        device = devices.get(index, {})
+        reading = readings.get(index)
+        if reading is None:
+            rows.append(GpuSummary(index=index, name=device.get("name"), uuid=device.get("uuid")))
+            continue
+        row = dict(reading.__dict__)  # its fields in order: GpuSummary's first (GpuValues)
+        for name in READING_ONLY:
+            del row[name]
+        row["name"] = device.get("name")
+        row["uuid"] = device.get("uuid")
+        rows.append(row)
+    last_seen = status["last_seen"]
+    row = {
+        "node": info["node"],
+        "source": status["source"],
+        "state": status["state"],
+        "last_seen": float(last_seen) if last_seen is not None else None,
+        "interval_s": float(status["interval_s"]),
+        "paused": bool(status["paused"]),
+        "held_by": list(status["held_by"]),
+        "error": status["error"],
+        "backend": info.get("backend"),
+        "reason": info.get("reason"),
+        "driver_version": info.get("driver_version"),
+        "last_sample_t": sample.t if sample is not None else None,
+        "host": sample.host if sample is not None else None,
+        "gpus": rows,
+    }
+    return to_json(row).decode()
+
+
+class Row(NamedTuple):
+    """A node's overview row to encode (``summary_json``), and its cache key (agents' rows)."""
+
+    key: tuple[float, float, str] | None
+    info: dict[str, Any]
+    status: dict[str, Any]
+    sample: SampleModel | None
+
+
+def overview_text(
+    head: str, rows: dict[str, str | Row]
+) -> tuple[str, dict[str, tuple[tuple[float, float, str] | None, str]]]:
+    """The overview: ``head`` with every row, by node name, encoded where it is not yet (a
+    pure function of its arguments: it may run off the event loop); and the rows it encoded."""
+    built = {
+        name: (row.key, summary_json(row.info, row.status, row.sample))
+        for name, row in rows.items()
+        if isinstance(row, Row)
+    }
+    parts = [row if isinstance(row, str) else built[name][1] for name, row in sorted(rows.items())]
+    return _splice(head, "nodes", parts), built
+
+
+def _latest_model(entry: Entry | None) -> SampleModel | None:
+    """The latest sample as its model: as it came from an agent, else validated from the dict."""
+    if entry is None:
+        return None
+    if entry.model is not None:
+        return entry.model
+    return SampleModel.model_validate(entry.sample) if entry.sample is not None else None
 
 
 def _splice(head: str, field: str, items: list[str]) -> str:
     """``head`` (JSON whose last field is ``field``, empty) with pre-encoded ``items`` in it."""
     empty = f'"{field}":[]}}'
     assert head.endswith(empty), f"{field} must stay the payload's last field"
-    return head[: -len("]}")] + ",".join(items) + "]}"
+    return "".join((head[: -len("]}")], ",".join(items), "]}"))

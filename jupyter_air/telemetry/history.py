@@ -3,8 +3,10 @@
 Each sample is stored with its wire form (compact JSON without the per-process lists, health and
 MIG readings, which only the latest sample carries), encoded once when it arrives, so serving two
 hours of history to a newly opened panel is a join, not a re-encode. Only the latest entry keeps
-the full sample: an older one is its wire form alone, which keeps a node's two hours small. All
-mutation happens on one thread (the poll loop's event loop).
+the full sample: an older one is its wire form alone, which keeps a node's two hours small. An
+agent's newest sample is kept as the model its report was validated into and made a dict only when
+a panel reads it (most are replaced by the next report unread). All mutation happens on one thread
+(the poll loop's event loop).
 """
 
 from __future__ import annotations
@@ -14,21 +16,48 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .samples import Sample
+
+if TYPE_CHECKING:
+    from .models import Sample as SampleModel
 
 LATEST_ONLY = ("processes", "health", "mig")
 
 
-@dataclass(frozen=True)
 class Entry:
-    t: float
-    wire: str
-    sample: Sample | None = None  # the full sample: the latest entry only
+    """A sample's time and wire form; the latest entry also its full sample, as a dict
+    (``sample``) and, for an agent's, the validated model it came as (``model``)."""
+
+    __slots__ = ("_sample", "model", "t", "wire")
+
+    def __init__(
+        self,
+        t: float,
+        wire: str,
+        sample: Sample | None = None,
+        model: SampleModel | None = None,
+    ) -> None:
+        self.t = t
+        self.wire = wire
+        self._sample = sample
+        self.model = model
+
+    @property
+    def full(self) -> bool:
+        """Whether the entry keeps its full sample (the latest does)."""
+        return self._sample is not None or self.model is not None
+
+    @property
+    def sample(self) -> Sample | None:
+        """The full sample as a dict (made from the model when first read), or None."""
+        if self._sample is None and self.model is not None:
+            self._sample = self.model.model_dump(mode="json")  # type: ignore[assignment]
+        return self._sample
 
     def slim(self) -> Entry:
-        """This entry without its full sample (``dataclasses.replace`` costs ten times more)."""
+        """This entry without its full sample."""
         return Entry(self.t, self.wire)
 
 
@@ -66,17 +95,20 @@ class History:
 
     def append(self, sample: Sample, wire: str | None = None) -> Entry:
         """Add the newest sample (``wire``: its wire form, when already encoded)."""
-        entry = Entry(sample["t"], wire if wire is not None else wire_form(sample), sample)
-        if self._entries and self._entries[-1].sample is not None:
-            self._entries[-1] = self._entries[-1].slim()
-        self._entries.append(entry)
-        self._prune()
-        return entry
+        return self._add(
+            Entry(sample["t"], wire if wire is not None else wire_form(sample), sample)
+        )
+
+    def append_model(self, model: SampleModel, wire: str) -> Entry:
+        """Add the newest sample as the validated model it came as, with its wire form."""
+        return self._add(Entry(model.t, wire, model=model))
 
     def append_wire(self, t: float, wire: str) -> Entry:
         """Add a sample known by its wire form alone (one of a backlog, not the newest)."""
-        entry = Entry(t, wire)
-        if self._entries and self._entries[-1].sample is not None:
+        return self._add(Entry(t, wire))
+
+    def _add(self, entry: Entry) -> Entry:
+        if self._entries and self._entries[-1].full:
             self._entries[-1] = self._entries[-1].slim()
         self._entries.append(entry)
         self._prune()

@@ -30,7 +30,7 @@ WIRE_EXCLUDE = {"gpus": {"__all__": set(LATEST_ONLY)}}
 def encode(request: IngestRequest) -> list[Encoded]:
     """A report's samples as the history keeps them (CPU work: off the event loop when big):
     the wire form straight from the validated model (what ``history.wire_form`` makes of its
-    dict, without building the dict); only the newest sample becomes a dict, when stored."""
+    dict, without building the dict); the newest sample is kept as its model."""
     return [(m.t, m.model_dump_json(exclude=WIRE_EXCLUDE), m) for m in request.samples]
 
 
@@ -106,7 +106,7 @@ class NodeRegistry:
     def ingest(self, request: IngestRequest, encoded: list[Encoded] | None = None) -> int:
         """Apply a validated report; returns how many samples were stored (samples not newer
         than the node's latest — a report sent twice — are skipped). ``encoded``: the samples
-        as dicts with their history form, when already encoded (off the event loop)."""
+        with their history form (``encode``), when already encoded (off the event loop)."""
         now = self.clock()
         ahead = max((s.t for s in request.samples), default=now) - now
         if ahead > MAX_AHEAD_S:
@@ -159,6 +159,6 @@ class NodeRegistry:
             record.history.append_wire(t, wire)
         if fresh:
             _, wire, model = fresh[-1]
-            record.history.append(model.model_dump(mode="json"), wire)  # type: ignore[arg-type]
+            record.history.append_model(model, wire)
             record.changed_at = now
         return len(fresh)
