@@ -149,9 +149,12 @@ async def test_a_big_overview_is_made_off_the_event_loop_while_reports_keep_arri
         body["node"] = body["info"]["node"] = body["samples"][0]["node"] = node
         return json.dumps(body).encode()
 
+    clock = {"now": time.time()}  # the server's clock, moved by the test
+    gpu.nodes.clock = lambda: clock["now"]
     nodes = [f"gpu-{k:03d}" for k in range(gpu_service.OFFLOAD_MIN_ROWS)]
     for node in nodes:
         ingest(gpu, report_of(node))
+    clock["now"] += 1.0  # the panel asks a second after the nodes reported
     started, release = threading.Event(), threading.Event()
     threads: set[int] = set()
     encode = gpu_service.summary_json
@@ -169,6 +172,7 @@ async def test_a_big_overview_is_made_off_the_event_loop_while_reports_keep_arri
             break
         await asyncio.sleep(0.01)
     assert started.is_set()
+    clock["now"] += 1.0
     newer = ingest(gpu, report_of(nodes[0])).samples[-1].t  # the loop goes on meanwhile
     assert not asked.done()
     release.set()

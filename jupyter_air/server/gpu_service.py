@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -238,7 +239,7 @@ class GpuService:
                 rows[name] = self._agent_row(record)
         loop = self.poll_loop
         head = ClusterOverview(
-            now=round(now, 3),
+            now=math.floor(now * 1000) / 1000,  # a panel's next `since`: never past a change
             since=since,
             interval_s=loop.interval_s,
             idle_timeout_s=loop.idle_timeout_s,
