@@ -188,14 +188,14 @@ def _record_elastic_stops(run_dir: RunDir, grace: float) -> None:
     def close(pcontext: Any, death_sig: Any = None, timeout: float = 30) -> None:
         with contextlib.suppress(Exception):  # a record not written must not keep ranks running
             global_rank = _global_ranks(run_dir)
+            pids, ended = pcontext.pids(), _exit_codes(pcontext)
             _ENDED.clear()
-            for local, code in _exit_codes(pcontext).items():
-                pid = pcontext.pids().get(local)
-                _ENDED[global_rank.get(pid, local)] = (local, pid, code)
+            for local, code in ended.items():
+                _ENDED[global_rank.get(pids.get(local), local)] = (local, pids.get(local), code)
             ranks = [
                 global_rank.get(pid, local)
-                for local, pid in pcontext.pids().items()
-                if local not in _exit_codes(pcontext) and running(pid)
+                for local, pid in pids.items()
+                if local not in ended and running(pid)
             ]
             record_stops(run_dir, "agent", ranks, signal_name(int(death_sig or signal.SIGTERM)))
         return original(pcontext, death_sig, min(timeout, grace))
