@@ -6,8 +6,9 @@ and memory while 64 agents report, with every node's 2 h history full; a full 2 
 delta for one node, and the cluster overview in full and as a delta: bytes and request time on
 loopback. Reports are built by the real sampler over the pynvml fake (8 GPUs with health and one
 process each), sent as agents send them (``--transport``: ``channel``, the agent's websocket,
-answered when the answer is news; ``channel-each``, the websocket with an answer to every report,
-as agents did before; ``keepalive``, its POST fallback on a kept connection; ``post``, one
+answered when the answer is news, its reports stored in the server's batches; ``channel-each``,
+the websocket with an answer to every report and each stored at once, as agents did before;
+``keepalive``, its POST fallback on a kept connection; ``post``, one
 request and connection a report, as agents did before the channel), token-authenticated.
 
 ``--curve`` prints the server's cost at 1, 8, 64 and 512 nodes instead (``--sizes``): for each
@@ -19,6 +20,9 @@ shared with other work weighs on both alike; the fitted growth (CPU ~ nodes^k) c
 
     python bench/telemetry_ingest.py [--nodes 64] [--gpus 8] [--seconds 30] [--json]
     python bench/telemetry_ingest.py --curve [--sizes 1,8,64,512] [--seconds 30]
+
+``--batch-s S`` sets the server's ``JupyterAir.telemetry_batch_s`` (0: every report stored at
+once), to compare with its default in runs one after the other.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ BACKLOG_BATCH = 60
 class Server:
     """A Jupyter server with jupyter-air, in its own process, on loopback."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, batch_s: float | None = None) -> None:
         self.port = free_port()
         self.token = "bench-" + os.urandom(8).hex()
         self.data_dir = folder / "air"
@@ -79,6 +83,7 @@ class Server:
             "c.JupyterAir.simulated_gpus = 8\n"
             "c.JupyterAir.mlflow_embedded = False\n"
             f"c.JupyterAir.data_dir = {str(self.data_dir)!r}\n"
+            + (f"c.JupyterAir.telemetry_batch_s = {batch_s!r}\n" if batch_s is not None else "")
         )
         self.base = f"http://127.0.0.1:{self.port}/"
         self.process = subprocess.Popen(
@@ -278,11 +283,13 @@ class SteadyLoad:
             thread.join(60)
 
 
-def curve(sizes: list[int], transports: list[str], gpus: int, seconds: float) -> dict:
+def curve(
+    sizes: list[int], transports: list[str], gpus: int, seconds: float, batch_s: float | None
+) -> dict:
     """The server's cost at each size, for each transport (see the module's doc)."""
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
-        server = Server(Path(tmp))
+        server = Server(Path(tmp), batch_s)
         try:
             server.get("air/api/gpu/nodes")
             time.sleep(2)
@@ -295,7 +302,7 @@ def curve(sizes: list[int], transports: list[str], gpus: int, seconds: float) ->
         for transport in transports:
             with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
                 folder = Path(tmp)
-                server = Server(folder)
+                server = Server(folder, batch_s)
                 try:
                     server.get("air/api/gpu/nodes")  # a panel is open: the cluster samples
                     names = [f"gpu-node-{k:03d}" for k in range(size)]
@@ -399,6 +406,12 @@ def main() -> None:
     parser.add_argument("--curve", action="store_true", help="the cost at each of --sizes")
     parser.add_argument("--sizes", default="1,8,64,512")
     parser.add_argument("--transports", default="post,channel", help="for --curve")
+    parser.add_argument(
+        "--batch-s",
+        type=float,
+        default=None,
+        help="the server's JupyterAir.telemetry_batch_s (its default when not given; 0: none)",
+    )
     args = parser.parse_args()
 
     if args.curve:
@@ -410,7 +423,7 @@ def main() -> None:
             f"Node agents: the Jupyter server's cost at {args.sizes} nodes x {args.gpus} GPUs, "
             f"a report every {INTERVAL_S:g} s, {args.seconds:g} s measured per size"
         )
-        result = curve(sizes, transports, args.gpus, args.seconds)
+        result = curve(sizes, transports, args.gpus, args.seconds, args.batch_s)
         if args.json:
             print(json.dumps(result, indent=2))
         else:
@@ -418,7 +431,7 @@ def main() -> None:
         return
 
     with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
-        server = Server(Path(tmp))
+        server = Server(Path(tmp), args.batch_s)
         try:
             server.get("air/api/gpu/nodes")  # a panel is open: the cluster samples
             rss_empty = server.rss_mb()

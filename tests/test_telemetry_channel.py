@@ -10,6 +10,7 @@ import json
 from contextlib import closing
 
 import pytest
+from telemetry_support import wait_until
 from test_telemetry_ingest import air_config, report  # noqa: F401 (the same server's settings)
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
@@ -25,6 +26,7 @@ from jupyter_air.telemetry.agent import (
 )
 from jupyter_air.telemetry.agent_tokens import mint_token, revoke_token
 from jupyter_air.telemetry.models import IngestRequest
+from jupyter_air.telemetry.sender import BATCH_HEADER
 
 
 @pytest.fixture
@@ -75,6 +77,7 @@ async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_
     poll_loop._last_activity = None  # no panel asked: agents are told not to sample
     ws = await channel(base_url, mint_token(data_dir, "gpu-1"), **{ANSWER_EVERY_HEADER: "3"})
     assert ws.headers[ANSWER_EVERY_HEADER] == "3"
+    assert ws.headers[BATCH_HEADER] == "1"  # its reports are stored in batches, a second late
     await ws.write_message(json.dumps(report()))
     first = json.loads(await ws.read_message())  # the first report is always answered
     assert first["accepted"] == 1 and first["sample"] is False
@@ -93,11 +96,17 @@ async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_
     ws = await channel(base_url, mint_token(data_dir, "gpu-2"), **{ANSWER_EVERY_HEADER: "1000"})
     assert ws.headers[ANSWER_EVERY_HEADER] == "60"
     ws.close()
+    # an agent that waits for every answer (the Ray forwarder) has each report stored at once
+    ws = await channel(base_url, mint_token(data_dir, "gpu-2"))
+    assert ANSWER_EVERY_HEADER not in ws.headers and BATCH_HEADER not in ws.headers
+    ws.close()
     with closing(HttpSender(base_url, mint_token(data_dir, "gpu-3"))) as sender:
         answers = [await send(sender, later(report("gpu-3"), 10 * k)) for k in range(8)]
     assert sender._every == 6 and sender.connections == 1
+    assert sender._grace_s == 1.5  # it waits the batch's second longer for news
     assert all(a.accepted == 1 and a.sample and a.have_info for a in answers)
-    assert len(gpu_service(jp_serverapp).nodes.get("gpu-3").history) == 8
+    # the last report was not answered: it is stored with its batch, a moment later
+    assert await wait_until(lambda: len(gpu_service(jp_serverapp).nodes.get("gpu-3").history) == 8)
 
 
 async def test_a_channel_closed_meanwhile_is_opened_again_for_the_same_report(

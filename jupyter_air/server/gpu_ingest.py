@@ -18,7 +18,10 @@ words the POST would have answered — and the channel stays open unless the age
 refused (401, 403, 404, 409), when it is closed after that one answer. An agent that asks for it
 (``ANSWER_EVERY_HEADER: <k>``, echoed when granted) is answered only when the answer is news — the
 first report, an answer that differs from the last one on the channel (``accepted`` aside), a
-refusal — and at least every k-th report (``telemetry/sender.py`` has the agent's side).
+refusal — and at least every k-th report (``telemetry/sender.py`` has the agent's side). Such an
+agent's reports are stored in batches (``report_batch.py``; the delay is told in ``BATCH_HEADER``,
+and the agent waits that much longer for news); an agent answered every report (the Ray
+forwarder, older agents) has each stored at once.
 
 Why a channel: a report over HTTP costs the Jupyter server a request's worth of work (parsing,
 routing, a handler, headers, logging) many times the report's own; on one connection a report is
@@ -28,6 +31,7 @@ a frame (bench/README.md has the figures).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable
 from http.client import responses
@@ -46,8 +50,9 @@ from pydantic import ValidationError
 from ..api import endpoints
 from ..telemetry.models import IngestRequest, IngestResponse
 from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
-from ..telemetry.sender import ANSWER_EVERY_HEADER, AUTH_SCHEME, MAX_BYTES_HEADER
+from ..telemetry.sender import ANSWER_EVERY_HEADER, AUTH_SCHEME, BATCH_HEADER, MAX_BYTES_HEADER
 from .gpu_service import GpuService, NodeConflict
+from .report_batch import ReportBatch
 
 AUTH_RESOURCE = endpoints.TELEMETRY
 OFFLOAD_MIN_BYTES = 64 * 1024  # bigger reports (a backlog) are decoded off the event loop
@@ -213,6 +218,7 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
     asked for it, only the answers that are news (the module's doc)."""
 
     _answer_every = 1  # granted to this channel's agent
+    _batch: ReportBatch | None = None  # where its reports wait to be stored with others
     _told: tuple[bool, float, bool, float] | None = None  # the last answer, ``accepted`` aside
     _unanswered = 0  # reports since the last message to the agent
 
@@ -234,6 +240,10 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
         if every.isdigit() and int(every) > 1:
             self._answer_every = min(int(every), MAX_ANSWER_EVERY)
             self.set_header(ANSWER_EVERY_HEADER, str(self._answer_every))
+            # an agent that waits for news only: its reports are stored in batches
+            self._batch = self.settings["jupyter_air"].get("report_batch")
+            if self._batch is not None:
+                self.set_header(BATCH_HEADER, f"{self._batch.delay_s:g}")
         await super().get(*args, **kwargs)
 
     @property
@@ -271,19 +281,27 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
 
     def on_message(self, message: str | bytes) -> Awaitable[None] | None:
         """One report: the token checked again, then stored as a POST would store it. A small
-        report whose token needs no look at the token file is handled at once (no task)."""
+        report whose token needs no look at the token file is stored at once, or, where the
+        agent asked for news only, with the others of the server's ``ReportBatch``; this
+        channel's next report is read once it is stored."""
         body = message.encode() if isinstance(message, str) else message
         tokens = self.gpu.tokens
         if tokens is None or tokens.due(self._agent_token) or len(body) >= OFFLOAD_MIN_BYTES:
             return self._store_later(body)
+        if self._batch is None:
+            self._store_now(body)
+            return None
+        return self._batch.add(functools.partial(self._store_now, body))
+
+    def _store_now(self, body: bytes) -> None:
+        tokens = self.gpu.tokens
         try:
-            self._check_node(tokens.node_for(self._agent_token))
+            self._check_node(tokens.node_for(self._agent_token) if tokens else None)
             answer = store_small(self.gpu, self.agent_node or "", body)
         except tornado.web.HTTPError as error:
             self._refuse(error.status_code, error.log_message or "")
-            return None
+            return
         self._answer(answer)
-        return None
 
     async def _store_later(self, body: bytes) -> None:
         try:

@@ -7,7 +7,8 @@ the server then answers a report when its answer differs from the last one it ga
 channel (a panel opened or closed, the server lost the node's devices), when it refuses one, and
 at least every ``ANSWER_EVERY``-th report; the sender waits for an answer when one is due (the
 first on a channel, the ``ANSWER_EVERY``-th since the last), so a server that died or hangs is
-noticed within that many reports, and otherwise takes what came within ``ANSWER_GRACE_S``. An
+noticed within that many reports, and otherwise takes what came within ``ANSWER_GRACE_S`` (plus
+the delay the server told in ``BATCH_HEADER``, when it stores such reports in batches). An
 answer costs the server a write and the agent a wake-up; a report not answered is stored as the
 last answer said (bench/README.md, "Node telemetry"). A server of an older jupyter-air does not
 grant it and answers every report, as it always did; so does a sender made with
@@ -20,6 +21,7 @@ import contextlib
 import http.client
 import json
 import logging
+import math
 import select
 import ssl
 import struct
@@ -43,6 +45,8 @@ MAX_RESPONSE_BYTES = 64 * 1024
 ANSWER_EVERY_HEADER = "X-Air-Answer-Every"  # see HttpSender; the server echoes what it grants
 ANSWER_EVERY = 6  # a report's answer at least every 6th report (a minute at 10 s)
 ANSWER_GRACE_S = 0.5  # how long a report not due an answer waits for one all the same
+BATCH_HEADER = "X-Air-Batch-S"  # the server stores this channel's reports up to so late
+MAX_BATCH_S = 10.0
 
 Send = Callable[[IngestRequest], IngestResponse]
 
@@ -100,6 +104,7 @@ class HttpSender:
         self._http: http.client.HTTPConnection | None = None
         self.answer_every = max(1, answer_every)
         self._every = 1  # what the channel open now granted
+        self._grace_s = ANSWER_GRACE_S  # how long a report not due an answer waits for one
         self._last: IngestResponse | None = None  # the channel's last answer
         self._unanswered = 0  # reports since it
 
@@ -179,6 +184,7 @@ class HttpSender:
         self._max_bytes = int(limit) if str(limit).isdigit() else None
         every = str(headers.get(ANSWER_EVERY_HEADER.lower(), ""))  # an older server: none
         self._every = min(int(every), self.answer_every) if every.isdigit() else 1
+        self._grace_s = ANSWER_GRACE_S + _seconds(headers.get(BATCH_HEADER.lower()), MAX_BATCH_S)
         self._last, self._unanswered = None, 0
 
     def _answers(self) -> list[bytes]:
@@ -191,7 +197,7 @@ class HttpSender:
             data = self._receive()
             assert data is not None  # a data frame (or _Closed)
             answers.append(data)
-        wait = 0.0 if due else ANSWER_GRACE_S
+        wait = 0.0 if due else self._grace_s
         while self._readable(wait):
             data = self._receive(control=True)
             if data is not None:
@@ -350,6 +356,15 @@ def _proxied(url: str) -> bool:
     if parts.scheme not in proxies:
         return False
     return not urllib.request.proxy_bypass(parts.hostname or "")
+
+
+def _seconds(text: Any, most: float) -> float:
+    """A header's seconds, 0 to ``most``; 0 where absent or not a number."""
+    try:
+        value = float(str(text))
+    except ValueError:
+        return 0.0
+    return min(max(value, 0.0), most) if math.isfinite(value) else 0.0
 
 
 def _body_message(body: bytes | None) -> str:
