@@ -56,7 +56,7 @@ from jupyter_air.telemetry.agent import AUTH_SCHEME, INGEST_PATH, HttpSender
 from jupyter_air.telemetry.agent_tokens import mint_token
 from jupyter_air.telemetry.models import AgentInfo, IngestRequest, NodeInfo, Sample
 from jupyter_air.telemetry.nvml import NvmlBackend
-from jupyter_air.telemetry.sender import ANSWER_EVERY
+from jupyter_air.telemetry.sender import ANSWER_EVERY, accepted_batch_s
 
 INTERVAL_S = 10.0
 HISTORY_S = 7200.0
@@ -232,6 +232,7 @@ class SteadyLoad:
                 timeout_s=60,
                 channel=self.transport.startswith("channel"),
                 answer_every=1 if self.transport == "channel-each" else ANSWER_EVERY,
+                batch_s=accepted_batch_s(INTERVAL_S),  # as `air agent` asks
             )
             with self._lock:
                 self.senders.append(sender)

@@ -99,6 +99,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from .telemetry.agent_tokens import TokenError, check_node_name
     from .telemetry.backends import create_backend
     from .telemetry.sampler import Sampler, default_node_name
+    from .telemetry.sender import accepted_batch_s
 
     token = args.token or os.environ.get(TOKEN_ENV, "")
     if not token:
@@ -113,7 +114,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     agent = NodeAgent(
         Sampler(backend, node=node),
-        HttpSender(args.server, token),
+        HttpSender(args.server, token, batch_s=accepted_batch_s(args.interval)),
         interval_s=args.interval,
         holds_dir=data_dir(args.data_dir),
         version=__version__,

@@ -44,6 +44,17 @@ async def test_a_report_that_fails_to_store_leaves_the_others_stored(caplog):
     assert "storing a telemetry report failed" in caplog.text and "disk gone" in caplog.text
 
 
+async def test_what_waits_is_stored_at_once_when_the_server_stops():
+    batch = ReportBatch(10)
+    stored: list[int] = []
+    done = batch.add(lambda: stored.append(1))
+    batch.store_now()
+    assert stored == [1] and done.done()
+    batch.store_now()  # nothing waits: nothing happens
+    await asyncio.sleep(0)
+    assert stored == [1]
+
+
 @pytest.mark.parametrize("delay", [0, -1, 10.5])
 def test_a_batch_waits_a_bounded_positive_while(delay):
     with pytest.raises(ValueError, match="more than 0 and at most 10 s"):

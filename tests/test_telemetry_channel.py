@@ -75,9 +75,10 @@ async def test_the_agent_sends_report_after_report_on_one_channel(
 async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_url, data_dir):
     poll_loop = gpu_service(jp_serverapp).poll_loop
     poll_loop._last_activity = None  # no panel asked: agents are told not to sample
-    ws = await channel(base_url, mint_token(data_dir, "gpu-1"), **{ANSWER_EVERY_HEADER: "3"})
+    asks = {ANSWER_EVERY_HEADER: "3", BATCH_HEADER: "2"}  # reports may wait 2 s to be stored
+    ws = await channel(base_url, mint_token(data_dir, "gpu-1"), **asks)
     assert ws.headers[ANSWER_EVERY_HEADER] == "3"
-    assert ws.headers[BATCH_HEADER] == "1"  # its reports are stored in batches, a second late
+    assert ws.headers[BATCH_HEADER] == "1"  # they are stored in the server's batches of 1 s
     await ws.write_message(json.dumps(report()))
     first = json.loads(await ws.read_message())  # the first report is always answered
     assert first["accepted"] == 1 and first["sample"] is False
@@ -96,11 +97,13 @@ async def test_an_agent_that_asks_is_answered_only_with_news(jp_serverapp, base_
     ws = await channel(base_url, mint_token(data_dir, "gpu-2"), **{ANSWER_EVERY_HEADER: "1000"})
     assert ws.headers[ANSWER_EVERY_HEADER] == "60"
     ws.close()
-    # an agent that waits for every answer (the Ray forwarder) has each report stored at once
-    ws = await channel(base_url, mint_token(data_dir, "gpu-2"))
-    assert ANSWER_EVERY_HEADER not in ws.headers and BATCH_HEADER not in ws.headers
-    ws.close()
-    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-3"))) as sender:
+    # each report stored at once: for an agent that lets them wait less than the server's batch,
+    # one that does not ask, and one that waits for every answer (the Ray forwarder)
+    for asks in ({ANSWER_EVERY_HEADER: "6", BATCH_HEADER: "0.5"}, {ANSWER_EVERY_HEADER: "6"}, {}):
+        ws = await channel(base_url, mint_token(data_dir, "gpu-2"), **asks)
+        assert BATCH_HEADER not in ws.headers
+        ws.close()
+    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-3"), batch_s=2)) as sender:
         answers = [await send(sender, later(report("gpu-3"), 10 * k)) for k in range(8)]
     assert sender._every == 6 and sender.connections == 1
     assert sender._grace_s == 1.5  # it waits the batch's second longer for news
@@ -201,10 +204,12 @@ async def test_a_bad_report_gets_one_clear_answer_and_the_channel_stays_open(
     assert len(gpu_service(jp_serverapp).nodes.get("gpu-1").history) == 1
 
 
+@pytest.mark.parametrize("batch_s", [0, 2], ids=["stored-at-once", "stored-in-batches"])
 async def test_the_sender_drops_a_refused_report_and_keeps_its_channel(
-    jp_serverapp, base_url, data_dir
+    jp_serverapp, base_url, data_dir, batch_s
 ):
-    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-1"))) as sender:
+    # stored in batches, a refusal comes late, but within the sender's wait: to its own report
+    with closing(HttpSender(base_url, mint_token(data_dir, "gpu-1"), batch_s=batch_s)) as sender:
         assert (await send(sender, report())).accepted == 1
         # too big for this server (16 KiB): the sender knows the limit from the channel
         with pytest.raises(ReportRefused, match="413"):

@@ -319,6 +319,9 @@ class JupyterAir(ExtensionApp):
         agents = getattr(self, "cluster_agents_process", None)
         if agents is not None:
             await asyncio.get_running_loop().run_in_executor(None, agents.stop)
+        batch = self.settings.get("jupyter_air", {}).get("report_batch")
+        if batch is not None:
+            batch.store_now()  # the agents' reports that still wait are kept
         await self.gpu.stop()
         await self.mlflow.close()
         await asyncio.get_running_loop().run_in_executor(None, self.mlflow.stop)

@@ -19,9 +19,10 @@ refused (401, 403, 404, 409), when it is closed after that one answer. An agent 
 (``ANSWER_EVERY_HEADER: <k>``, echoed when granted) is answered only when the answer is news — the
 first report, an answer that differs from the last one on the channel (``accepted`` aside), a
 refusal — and at least every k-th report (``telemetry/sender.py`` has the agent's side). Such an
-agent's reports are stored in batches (``report_batch.py``; the delay is told in ``BATCH_HEADER``,
-and the agent waits that much longer for news); an agent answered every report (the Ray
-forwarder, older agents) has each stored at once.
+agent that also lets its reports wait (``BATCH_HEADER``: at least the server's delay) has them
+stored in batches (``report_batch.py``; the delay granted in ``BATCH_HEADER``, and the agent
+waits that much longer for news); any other (the Ray forwarder, older agents, an agent reporting
+more often than five batches) has each stored at once.
 
 Why a channel: a report over HTTP costs the Jupyter server a request's worth of work (parsing,
 routing, a handler, headers, logging) many times the report's own; on one connection a report is
@@ -50,7 +51,14 @@ from pydantic import ValidationError
 from ..api import endpoints
 from ..telemetry.models import IngestRequest, IngestResponse
 from ..telemetry.nodes import ClockAhead, Encoded, TooManyNodes, encode
-from ..telemetry.sender import ANSWER_EVERY_HEADER, AUTH_SCHEME, BATCH_HEADER, MAX_BYTES_HEADER
+from ..telemetry.sender import (
+    ANSWER_EVERY_HEADER,
+    AUTH_SCHEME,
+    BATCH_HEADER,
+    MAX_BATCH_S,
+    MAX_BYTES_HEADER,
+    header_seconds,
+)
 from .gpu_service import GpuService, NodeConflict
 from .report_batch import ReportBatch
 
@@ -240,10 +248,13 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
         if every.isdigit() and int(every) > 1:
             self._answer_every = min(int(every), MAX_ANSWER_EVERY)
             self.set_header(ANSWER_EVERY_HEADER, str(self._answer_every))
-            # an agent that waits for news only: its reports are stored in batches
-            self._batch = self.settings["jupyter_air"].get("report_batch")
-            if self._batch is not None:
-                self.set_header(BATCH_HEADER, f"{self._batch.delay_s:g}")
+            # an agent that waits for news only and lets its reports wait as long as the
+            # server's batch: they are stored in batches
+            batch = self.settings["jupyter_air"].get("report_batch")
+            asked = header_seconds(self.request.headers.get(BATCH_HEADER), MAX_BATCH_S)
+            if batch is not None and asked >= batch.delay_s:
+                self._batch = batch
+                self.set_header(BATCH_HEADER, f"{batch.delay_s:g}")
         await super().get(*args, **kwargs)
 
     @property
@@ -282,7 +293,7 @@ class TelemetryChannelHandler(tornado.websocket.WebSocketHandler, _AgentAuth):
     def on_message(self, message: str | bytes) -> Awaitable[None] | None:
         """One report: the token checked again, then stored as a POST would store it. A small
         report whose token needs no look at the token file is stored at once, or, where the
-        agent asked for news only, with the others of the server's ``ReportBatch``; this
+        agent was granted batches, with the others of the server's ``ReportBatch``; this
         channel's next report is read once it is stored."""
         body = message.encode() if isinstance(message, str) else message
         tokens = self.gpu.tokens

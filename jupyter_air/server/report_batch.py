@@ -34,18 +34,25 @@ class ReportBatch:
         self.delay_s = delay_s
         self._work: list[Callable[[], None]] = []
         self._done: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def add(self, store: Callable[[], None]) -> asyncio.Future[None]:
         if self._done is None:
             loop = asyncio.get_running_loop()
             self._done = loop.create_future()
-            loop.call_later(self.delay_s, self._store)
+            self._timer = loop.call_later(self.delay_s, self._store)
         self._work.append(store)
         return self._done
 
+    def store_now(self) -> None:
+        """Store what waits now (the server stops: nothing it was sent is lost)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._store()
+
     def _store(self) -> None:
         work, done = self._work, self._done
-        self._work, self._done = [], None
+        self._work, self._done, self._timer = [], None, None
         for store in work:
             try:
                 store()

@@ -8,7 +8,9 @@ channel (a panel opened or closed, the server lost the node's devices), when it 
 at least every ``ANSWER_EVERY``-th report; the sender waits for an answer when one is due (the
 first on a channel, the ``ANSWER_EVERY``-th since the last), so a server that died or hangs is
 noticed within that many reports, and otherwise takes what came within ``ANSWER_GRACE_S`` (plus
-the delay the server told in ``BATCH_HEADER``, when it stores such reports in batches). An
+the delay the server granted in ``BATCH_HEADER``: a sender made with ``batch_s`` asks that its
+reports be stored in the server's batches, waiting up to that long; ``air agent`` asks for a
+fifth of its interval, ``accepted_batch_s``). An
 answer costs the server a write and the agent a wake-up; a report not answered is stored as the
 last answer said (bench/README.md, "Node telemetry"). A server of an older jupyter-air does not
 grant it and answers every report, as it always did; so does a sender made with
@@ -45,8 +47,9 @@ MAX_RESPONSE_BYTES = 64 * 1024
 ANSWER_EVERY_HEADER = "X-Air-Answer-Every"  # see HttpSender; the server echoes what it grants
 ANSWER_EVERY = 6  # a report's answer at least every 6th report (a minute at 10 s)
 ANSWER_GRACE_S = 0.5  # how long a report not due an answer waits for one all the same
-BATCH_HEADER = "X-Air-Batch-S"  # the server stores this channel's reports up to so late
+BATCH_HEADER = "X-Air-Batch-S"  # asked: how late reports may be stored; granted: how late they are
 MAX_BATCH_S = 10.0
+BATCH_SHARE = 5  # an agent lets its reports wait for a batch up to a fifth of its interval
 
 Send = Callable[[IngestRequest], IngestResponse]
 
@@ -76,7 +79,9 @@ class HttpSender:
     once for the same report; the server skips samples it already has, so a report that got
     through before the connection broke is not stored twice. ``close()`` closes it.
     ``answer_every``: ask the channel to answer only what is news, and at least every so many
-    reports (the module's doc); 1, an answer to every report."""
+    reports (the module's doc); 1, an answer to every report. ``batch_s`` (with
+    ``answer_every`` > 1): the reports may wait up to that long on the server to be stored with
+    others; 0, stored at once."""
 
     def __init__(
         self,
@@ -86,6 +91,7 @@ class HttpSender:
         *,
         channel: bool = True,
         answer_every: int = ANSWER_EVERY,
+        batch_s: float = 0.0,
     ) -> None:
         base = server_url if server_url.endswith("/") else server_url + "/"
         self.url = base + INGEST_PATH
@@ -103,6 +109,7 @@ class HttpSender:
         self._max_bytes: int | None = None  # the server's limit, told when the channel opens
         self._http: http.client.HTTPConnection | None = None
         self.answer_every = max(1, answer_every)
+        self.batch_s = min(max(batch_s, 0.0), MAX_BATCH_S)
         self._every = 1  # what the channel open now granted
         self._grace_s = ANSWER_GRACE_S  # how long a report not due an answer waits for one
         self._last: IngestResponse | None = None  # the channel's last answer
@@ -160,6 +167,8 @@ class HttpSender:
         header = [f"Authorization: {AUTH_SCHEME} {self._token}"]
         if self.answer_every > 1:
             header.append(f"{ANSWER_EVERY_HEADER}: {self.answer_every}")
+            if self.batch_s > 0:
+                header.append(f"{BATCH_HEADER}: {self.batch_s:g}")
         try:
             self._ws = websocket.create_connection(
                 self.channel_url,
@@ -184,7 +193,8 @@ class HttpSender:
         self._max_bytes = int(limit) if str(limit).isdigit() else None
         every = str(headers.get(ANSWER_EVERY_HEADER.lower(), ""))  # an older server: none
         self._every = min(int(every), self.answer_every) if every.isdigit() else 1
-        self._grace_s = ANSWER_GRACE_S + _seconds(headers.get(BATCH_HEADER.lower()), MAX_BATCH_S)
+        granted = header_seconds(headers.get(BATCH_HEADER.lower()), self.batch_s)
+        self._grace_s = ANSWER_GRACE_S + granted  # a report not due an answer: news may come late
         self._last, self._unanswered = None, 0
 
     def _answers(self) -> list[bytes]:
@@ -358,7 +368,13 @@ def _proxied(url: str) -> bool:
     return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
-def _seconds(text: Any, most: float) -> float:
+def accepted_batch_s(interval_s: float) -> float:
+    """How long an agent reporting every ``interval_s`` lets a report wait for the server's
+    batch (``BATCH_HEADER``)."""
+    return min(interval_s / BATCH_SHARE, MAX_BATCH_S)
+
+
+def header_seconds(text: Any, most: float) -> float:
     """A header's seconds, 0 to ``most``; 0 where absent or not a number."""
     try:
         value = float(str(text))
