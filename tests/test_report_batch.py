@@ -21,7 +21,7 @@ async def test_reports_added_meanwhile_are_stored_together_in_order_once_the_del
     assert done[0] is done[1] is done[2]  # one batch, one future for its channels to wait on
     await done[0]
     assert stored == ["a", "b", "c"]
-    assert loop.time() - first_added >= 0.05
+    assert loop.time() - first_added >= 0.049  # the loop's timers may run a clock tick early
     # the next report starts the next batch
     later = batch.add(lambda: stored.append("d"))
     assert later is not done[0] and not later.done()
