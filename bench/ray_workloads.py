@@ -218,7 +218,7 @@ def main() -> None:
     )
     print(
         f"    of which air run itself: local {med['local']['submit']:.2f} s, "
-        f"ray {med['ray']['submit']:.2f} s (its capacity check connects to the cluster)"
+        f"ray {med['ray']['submit']:.2f} s (its capacity check reads the cluster's status)"
     )
     print(
         f"  log throughput from node 1 ({args.lines:,} lines): local "

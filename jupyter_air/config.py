@@ -133,6 +133,16 @@ KEEP_NODES_S = _s(
     high=MOST_KEEP_S,
     unit="seconds",
 )
+KEEP_RUNNERS_S = _s(
+    "KEEP_RUNNERS_S",
+    "Seconds a kernel keeps its Ray connection and its node runners (one Ray worker process on "
+    "each Ray node its `nodes=M` calls used, holding no CPU or GPU) after its last call, so that "
+    "a call placed anew starts without new Ray workers; 0 to 3600, 0: they end with each call.",
+    default=600.0,
+    low=0.0,
+    high=MOST_KEEP_S,
+    unit="seconds",
+)
 RAY_CONNECT_TIMEOUT_S = _s(
     "RAY_CONNECT_TIMEOUT_S",
     "Seconds to wait for a Ray cluster's address to answer before refusing the submission.",

@@ -253,27 +253,42 @@ def test_a_remote_call_runs_on_two_ray_nodes_and_brings_its_results_home(cluster
 
 KEPT = """
 import json, os, time
+import psutil
 import ray
 from jupyter_air import distributed
 
 ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
+os.environ["JUPYTER_AIR_KEEP_RUNNERS_S"] = "3600"  # read when the kernel's calls end
 
 
 def actor():
-    # the node's actor: the owner its keeper watches, up the rank's parents
+    # the node's runner: the owner its keeper watches, up the rank's parents; and its GPUs
     import psutil
 
     process = psutil.Process()
     while process is not None:
         argv = process.cmdline()
         if "jupyter_air.backends.keeper" in argv:
-            return int(argv[argv.index("--owner") + 1])
+            return int(argv[argv.index("--owner") + 1]), os.environ["CUDA_VISIBLE_DEVICES"]
         process = process.parent()
     return None
 
 
 def call(**options):
-    return distributed(gpus=1, nodes=2, mlflow=False, **options)(actor).distributed()
+    results = distributed(gpus=1, nodes=2, mlflow=False, **options)(actor).distributed()
+    return [pid for pid, _gpus in results], [gpus for _pid, gpus in results]
+
+
+def runners():
+    # this driver's node runners alive now: pid → Ray node (the GCS's actor table)
+    from ray._private.state import actors
+
+    job = ray.get_runtime_context().get_job_id()
+    return {
+        str(a["Pid"]): a["Address"]["NodeID"]
+        for a in actors(actor_state_name="ALIVE").values()
+        if a["ActorClassName"] == "NodeRunner" and a["JobID"] == job
+    }
 
 
 def held():
@@ -283,55 +298,90 @@ def held():
     )
 
 
-answers = {"first": call()}
-answers["held_after_first"] = held()
-answers["second"] = call(keep_nodes=0)
-answers["held_after_zero"] = held()
-answers["third"] = call()
-answers["held_kept"] = held()
-# another job needs every CPU of every node: what is kept makes way for it
 from ray.util.placement_group import placement_group, remove_placement_group
 
+answers = {}
+answers["first"], answers["first_gpus"] = call()
+answers["held_after_first"] = held()
+answers["second"], _ = call(keep_nodes=0)
+answers["held_after_zero"] = held()
+answers["standing"] = runners()
+# another job holds the first GPU of every node: a call placed anew gets the other one
 nodes = [n for n in ray.nodes() if n["Alive"]]
+gpu_user = placement_group([{"CPU": 1, "GPU": 1}] * len(nodes), strategy="STRICT_SPREAD")
+ray.get(gpu_user.ready(), timeout=60)
+answers["third"], answers["third_gpus"] = call()
+answers["held_kept"] = held()
+answers["runners_third"] = runners()
+remove_placement_group(gpu_user)
+# another job needs every CPU of every node: what is kept makes way for it
 other = placement_group([{"CPU": 2}] * len(nodes), strategy="STRICT_SPREAD")
 started = time.monotonic()
 ray.get(other.ready(), timeout=60)
 answers["other_placed_s"] = time.monotonic() - started
 answers["held_after_other"] = held()
 remove_placement_group(other)
-answers["fourth"] = call(keep_nodes=20)
+os.environ["JUPYTER_AIR_KEEP_RUNNERS_S"] = "1"
+answers["standing_fourth"] = runners()
+answers["fourth"], _ = call(keep_nodes=20)
+answers["runners_fourth"] = runners()
 answers["held_for_20_s"] = held()
 deadline = time.monotonic() + 120
 while held() and time.monotonic() < deadline:
     time.sleep(0.2)
 answers["held_after_expiry"] = held()
+# no call for KEEP_RUNNERS_S (1 s now): the runners end
+deadline = time.monotonic() + 120
+while any(psutil.pid_exists(pid) for pid in answers["fourth"]) and time.monotonic() < deadline:
+    time.sleep(0.2)
+answers["runners_after_idle"] = [psutil.pid_exists(pid) for pid in answers["fourth"]]
 print(json.dumps(answers))
 """
 
 
+def took_what_stood(pids: list[int], standing: dict, after: dict, said: str) -> None:
+    """A call's runners (``pids``) are those that stood by (pid → Ray node) on its bundles'
+    Ray nodes; a node with none got a new one; one runner per Ray node after."""
+    for pid in map(str, pids):
+        assert pid in standing or after[pid] not in standing.values(), said
+    assert len(set(after.values())) == len(after), said
+
+
 def test_a_call_s_nodes_are_kept_for_the_next_call_and_released_after(cluster_env, tmp_path):
-    """The second call of a shape runs on the first's actors (no new Ray workers, no new
-    placement); keep_nodes=0 releases them at its end; what is kept makes way at once for
-    another job that waits for the nodes, and goes when its time is up."""
+    """The second call of a shape runs on the first's runners and placement; keep_nodes=0
+    releases the placement at its end, and a call placed anew gets its own bundles (GPUs
+    another job holds are not its) but the same runners, with no new Ray worker; what is kept
+    makes way at once for another job that waits for the nodes, and goes when its time is up;
+    the runners end once the kernel made no call for KEEP_RUNNERS_S."""
     script = tmp_path / "kept.py"
     script.write_text(KEPT)
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     answers = json.loads(done.stdout.strip().splitlines()[-1])
     said = done.stderr[-3000:]  # why a call's nodes were not kept, when they were not
     first, second, third = answers["first"], answers["second"], answers["third"]
-    assert all(isinstance(pid, int) for pid in first) and len(set(first)) == 2  # 2 actors
-    assert second == first, said  # the kept actors served the second call
+    assert all(isinstance(pid, int) for pid in first) and len(set(first)) == 2  # 2 runners
+    assert answers["first_gpus"] == ["0", "0"]  # the first GPU of each node's bundle
+    assert second == first, said  # the kept placement and runners served the second call
     assert len(answers["held_after_first"]) == 1, said  # its placement group, kept
     assert answers["held_after_zero"] == []  # keep_nodes=0: released at the call's end
-    assert set(third).isdisjoint(first)  # placed anew: new actors
+    # the placement released, its runners stand by; a call placed anew takes the one on each
+    # Ray node its bundles land on (a node with none gets a new one)
+    assert sorted(answers["standing"]) == sorted(map(str, first)), said
+    took_what_stood(third, answers["standing"], answers["runners_third"], said)
+    assert answers["third_gpus"] == ["1", "1"]  # GPU 0 of each node is the other job's
     assert len(answers["held_kept"]) == 1, said
     assert answers["other_placed_s"] < 20 and answers["held_after_other"] == []  # made way
-    assert set(answers["fourth"]).isdisjoint(third)
+    took_what_stood(answers["fourth"], answers["standing_fourth"], answers["runners_fourth"], said)
     # kept for its time (20 s: the call's return takes far less), then released by itself
     assert len(answers["held_for_20_s"]) == 1, said
     assert answers["held_after_expiry"] == []
+    assert answers["runners_after_idle"] == [False, False]
     assert "kept up to 60 s for the next call" in done.stdout  # said once, in the output
     assert calls_processes() == []

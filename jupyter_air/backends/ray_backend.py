@@ -2,9 +2,10 @@
 
 An attempt with ``num_nodes: N`` reserves N bundles — ``{GPU: num_accelerators, CPU: 1}``, or
 ``{CPU: 1}`` without GPUs — in a STRICT_SPREAD placement group, so every node of the workload is
-a different Ray node; one ``NodeRunner`` actor is pinned to each bundle and runs that node's
-command (ray_node.py). Node 0's IP and a port free there are the rendezvous (``MASTER_ADDR``,
-``PET_MASTER_ADDR``…); ``CUDA_VISIBLE_DEVICES`` is what Ray assigned to the bundle.
+a different Ray node; a ``NodeRunner`` actor on each bundle's Ray node runs that node's command
+(ray_node.py), one kept from an earlier attempt when there is one (ray_runners.py). Node 0's IP
+and a port free there are the rendezvous (``MASTER_ADDR``, ``PET_MASTER_ADDR``…);
+``CUDA_VISIBLE_DEVICES`` is what Ray gave the bundle.
 
 The supervisor is the Ray driver (``ray.init(address=…)``, ``log_to_driver=False``: the nodes'
 output never goes through Ray's log monitor, so its de-duplication hides nothing). Each tick it
@@ -24,6 +25,7 @@ This module connects to the cluster, checks a shape against its nodes and places
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -36,6 +38,7 @@ from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_PLACEMENT_TIMEOUT_S
 from .base import ClusterUnreachableError, GroupLaunch, PlacementError, Waiter
 from .ray_group import CALL_TIMEOUT_S, Placed, RayGroup, first_line, launch_shape
 from .ray_queue import RayQueue, bundle, holds
+from .ray_runners import Runners, ask_bundle_gpus, bundle_machines, new_runner
 
 if TYPE_CHECKING:
     from .base import Shaped as WorkloadSpec
@@ -105,6 +108,7 @@ class RayBackend:
         self._nodes: list[RayNode] | None = None
         self.namespace = NAMESPACE
         self._reserved: dict[tuple[str, int], Any] = {}  # (job, attempt) → its placement group
+        self.runners = Runners()  # idle node runners, for the next attempts (ray_runners.py)
 
     # the cluster -------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -131,24 +135,53 @@ class RayBackend:
         self._connected = True
 
     def nodes(self) -> list[RayNode]:
+        """The cluster's live nodes: from the cluster's own status (a question to its GCS,
+        no driver) while this process is not connected, so that a shape check (``air run``)
+        costs no ``ray.init``; else as the connected driver sees them."""
         import ray
 
-        self.connect()
-        found = []
-        for info in ray.nodes():
-            if not info.get("Alive"):
-                continue
-            resources = info.get("Resources") or {}
-            found.append(
-                RayNode(
-                    node_id=info["NodeID"],
-                    ip=info.get("NodeManagerAddress", "?"),
-                    cpus=float(resources.get("CPU", 0)),
-                    gpus=float(resources.get("GPU", 0)),
+        found = None if self._connected and ray.is_initialized() else self._nodes_from_gcs()
+        if found is None:
+            self.connect()
+            found = []
+            for info in ray.nodes():
+                if not info.get("Alive"):
+                    continue
+                resources = info.get("Resources") or {}
+                found.append(
+                    RayNode(
+                        node_id=info["NodeID"],
+                        ip=info.get("NodeManagerAddress", "?"),
+                        cpus=float(resources.get("CPU", 0)),
+                        gpus=float(resources.get("GPU", 0)),
+                    )
                 )
-            )
         self._nodes = found
         return found
+
+    def _nodes_from_gcs(self) -> list[RayNode] | None:
+        """The live nodes in the cluster's status; None when it cannot be read that way (the
+        address is then for ``connect`` to refuse, with its own words)."""
+        refuse_ray_client(self.address)
+        probe(self.address, RAY_CONNECT_TIMEOUT_S.get())
+        try:
+            from ray._private.services import canonicalize_bootstrap_address_or_die
+            from ray.autoscaler.v2.sdk import get_cluster_status
+
+            gcs = canonicalize_bootstrap_address_or_die(self.address)
+            status = get_cluster_status(gcs, timeout=int(RAY_CONNECT_TIMEOUT_S.get()))
+        except Exception as error:
+            log.debug("the cluster's status could not be read (%s): connecting", error)
+            return None
+        return [
+            RayNode(
+                node_id=node.node_id,
+                ip=node.ip_address or "?",
+                cpus=float(node.total_resources().get("CPU", 0)),
+                gpus=float(node.total_resources().get("GPU", 0)),
+            )
+            for node in [*status.active_nodes, *status.idle_nodes]
+        ]
 
     def describe(self, nodes: list[RayNode] | None = None) -> str:
         nodes = self.nodes() if nodes is None else nodes
@@ -189,7 +222,7 @@ class RayBackend:
         previous call of the same shape, still held) and start its commands."""
         placed = self._reuse(launch, kept) if kept is not None else None
         placed = placed or self._place(launch)
-        running = RayGroup(launch, placed.placement, placed.actors)
+        running = RayGroup(launch, placed)
         try:
             running.start()
         except BaseException:
@@ -205,13 +238,7 @@ class RayBackend:
 
         self.connect()
         try:
-            ray.get(
-                [
-                    actor.begin.remote(launch.job_id, launch.attempt, node.node, launch.uses_gpus)
-                    for actor, node in zip(kept.actors, launch.nodes, strict=True)
-                ],
-                timeout=CALL_TIMEOUT_S,
-            )
+            ray.get(_begin(kept.actors, launch, kept.gpus), timeout=CALL_TIMEOUT_S)
         except BaseException as error:
             kept.release()
             if not isinstance(error, Exception):
@@ -225,9 +252,6 @@ class RayBackend:
     def _place(self, launch: GroupLaunch) -> Placed:
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        from .ray_node import NodeRunner
 
         self.connect()
         shape = bundle(launch.accelerators, launch.uses_gpus)
@@ -248,23 +272,40 @@ class RayBackend:
                     f"different Ray nodes within {timeout:.0f} s ({type(error).__name__}); the "
                     f"cluster has {self.describe()}"
                 ) from None
-        runner_class = ray.remote(NodeRunner)
-        actors = []
-        for index, node in enumerate(launch.nodes):
-            options: dict[str, Any] = {
-                "num_cpus": shape["CPU"],
-                "num_gpus": shape.get("GPU", 0),
-                "max_concurrency": 4,  # tick while a stop waits for its grace period
-                "scheduling_strategy": PlacementGroupSchedulingStrategy(
-                    group, placement_group_bundle_index=index
-                ),
-            }
-            actors.append(
-                runner_class.options(**options).remote(
-                    launch.job_id, launch.attempt, node.node, launch.uses_gpus
-                )
-            )
-        return Placed(group, actors, launch_shape(launch))
+        try:
+            return self._runners_for(launch, group, shape)
+        except BaseException:
+            remove_placement_group(group)
+            raise
+
+    def _runners_for(self, launch: GroupLaunch, group: Any, shape: dict[str, float]) -> Placed:
+        """A runner ready for each node of ``launch`` on its bundle's Ray node: the idle one
+        there (ray_runners.py), else a new one. An idle runner that does not answer (its Ray
+        worker or node gone meanwhile) is replaced by a new one."""
+        import ray
+
+        count = len(launch.nodes)
+        machines = bundle_machines(group, count)
+        probes = ask_bundle_gpus(group, shape, count)  # while the runners are found or made
+        idle = [self.runners.take(machine) for machine in machines]
+        actors = [actor or new_runner(m) for actor, m in zip(idle, machines, strict=True)]
+        try:
+            gpus = ray.get(probes, timeout=120) if probes else [""] * count
+            asks = _begin(actors, launch, gpus)
+            ray.wait(asks, num_returns=len(asks), timeout=120)
+            stale = [i for i, ask in enumerate(asks) if idle[i] is not None and not _ok(ask)]
+            for index in stale:
+                log.info("the idle node runner on Ray node %s is gone", machines[index][:8])
+                ray.kill(actors[index])
+                actors[index] = new_runner(machines[index])
+                asks[index] = _begin([actors[index]], launch, [gpus[index]], [index])[0]
+            ray.get(asks, timeout=120)
+        except BaseException:
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+            raise
+        return Placed(group, actors, launch_shape(launch), machines, gpus, self.runners)
 
     def check_reachable(self, tracking_uri: str, *, embedded: bool = False) -> None:
         """Refuse a tracking server on this machine's loopback when nodes are elsewhere: their
@@ -283,6 +324,8 @@ class RayBackend:
             )
 
     def close(self) -> None:
+        if self._connected:
+            self.runners.end()
         if self._reserved:
             from ray.util.placement_group import remove_placement_group
 
@@ -294,6 +337,31 @@ class RayBackend:
 
             ray.shutdown()
         self._connected = self._owns = False
+
+
+def _ok(ref: Any) -> bool:
+    """Whether the call ``ref`` answered, without an error."""
+    import ray
+
+    try:
+        ray.get(ref, timeout=0)
+    except Exception:
+        return False
+    return True
+
+
+def _begin(
+    actors: list[Any], launch: GroupLaunch, gpus: list[str], nodes: list[int] | None = None
+) -> list[Any]:
+    """Each runner readied for its node of ``launch`` (``nodes``: the indexes of these runners'
+    nodes, else all), with its bundle's GPUs."""
+    indexes = nodes if nodes is not None else list(range(len(actors)))
+    return [
+        actor.begin.remote(
+            launch.job_id, launch.attempt, launch.nodes[i].node, launch.uses_gpus, devices
+        )
+        for actor, i, devices in zip(actors, indexes, gpus, strict=True)
+    ]
 
 
 def _signal_handlers() -> dict[int, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import CHECKPOINT_DIR, RAY_LOST_S
 from .base import GroupLaunch, Metrics, NodeInfo, NodeState
+from .ray_runners import Runners
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +32,27 @@ def launch_shape(launch: GroupLaunch) -> tuple[int, int, bool]:
 
 @dataclass
 class Placed:
-    """An attempt's placement group and its nodes' actors, one per bundle."""
+    """An attempt's placement group and its nodes' runners, one per bundle: each bundle's Ray
+    node and GPUs, and where the runners go when released cleanly (ray_runners.py)."""
 
     placement: Any
     actors: list[Any]
     shape: tuple[int, int, bool]
+    machines: list[str]  # each bundle's Ray node id
+    gpus: list[str]  # the GPUs each bundle holds ("0,1")
+    runners: Runners | None = None
 
-    def release(self) -> None:
-        """Kill the actors and remove the placement group (what they held is free again)."""
+    def release(self, *, clean: bool = False) -> None:
+        """Remove the placement group (what it held is free again). ``clean`` (every command
+        ended and its runner was tidied): the runners serve later attempts; else they are
+        killed."""
         import ray
         from ray.util.placement_group import remove_placement_group
 
-        for actor in self.actors:
+        for actor, machine in zip(self.actors, self.machines, strict=True):
+            if clean and self.runners is not None:
+                self.runners.give_back(machine, actor)
+                continue
             with contextlib.suppress(Exception):
                 ray.kill(actor)
         try:
@@ -55,12 +65,12 @@ class RayGroup:
     backend = "ray"
     poll_s = 0.1  # each poll asks every node: not at a faster caller's pace
 
-    def __init__(self, launch: GroupLaunch, placement: Any, actors: list[Any]) -> None:
+    def __init__(self, launch: GroupLaunch, placed: Placed) -> None:
         self.launch = launch
-        self.placement = placement
-        self.actors = actors
+        self._placed = placed
+        self.actors = placed.actors
         self.nodes: list[NodeInfo] = []
-        self.offsets = [0 for _ in actors]
+        self.offsets = [0 for _ in self.actors]
         self.lost: dict[int, str] = {}  # node → why
         self.codes: dict[int, int] = {}  # node → exit code (negative: signal)
         self.signalled: dict[int, float] = {}  # node → when its end by a signal was first seen
@@ -408,7 +418,7 @@ class RayGroup:
 
     @property
     def placed(self) -> Placed:
-        return Placed(self.placement, self.actors, launch_shape(self.launch))
+        return self._placed
 
     @property
     def reusable(self) -> bool:
@@ -422,14 +432,16 @@ class RayGroup:
             _wait_all([a.remove_checkpoint_folder.remote(job_id) for a in self._live()], 30)
 
     def close(self, *, keep: bool = False) -> None:
-        """Tidy every node (its folder, its log); then release the actors and the placement
-        group, or with ``keep`` leave them to the caller (``placed``)."""
-        _wait_all([a.close.remote() for a in self._live()], 30)
+        """Tidy every node (its folder, its log); then release the placement group, or with
+        ``keep`` leave it and the runners to the caller (``placed``). Released, the runners
+        serve later attempts when every command ended and every node was tidied; else they
+        are killed."""
+        tidied = _all_answered([a.close.remote() for a in self._live()], 30)
         if self.relay is not None:
             self.relay.close()
             self.relay = None
         if not keep:
-            self.placed.release()
+            self.placed.release(clean=tidied and self.reusable)
 
 
 def _wait_all(refs: list[Any], timeout_s: float) -> None:
@@ -439,6 +451,18 @@ def _wait_all(refs: list[Any], timeout_s: float) -> None:
     import ray
 
     ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+
+
+def _all_answered(refs: list[Any], timeout_s: float) -> bool:
+    """Wait for every call up to ``timeout_s``; whether each returned without an error."""
+    import ray
+
+    try:
+        ray.get(refs, timeout=timeout_s)
+    except Exception:
+        _wait_all(refs, timeout_s)  # the others still get their time
+        return False
+    return True
 
 
 def first_line(error: BaseException) -> str:

@@ -1,9 +1,10 @@
-"""One node of a workload on a Ray node: the actor the Ray backend pins to the node's bundle.
+"""One node of a workload on a Ray node: the actor that runs it there, for one attempt at a time
+(ray_runners.py: it outlives an attempt whose nodes were released cleanly).
 
 It runs on the Ray node (its module is imported there, not on the Jupyter host's event loop) and
 does what the local backend does on the Jupyter host: starts the command in a session of its own
 — under ``keeper``, so the command dies with the actor when the supervisor that owns it is gone —
-with the environment contract and the GPUs Ray assigned to the bundle, captures its output line
+with the environment contract and the GPUs Ray gave the node's bundle, captures its output line
 by line with the node's own timestamps into a log file on the node, samples the node's system
 metrics into the attempt's MLflow run (``system/node_k/…`` describe this machine), and stops
 the command's whole process group when asked. The supervisor reads the log file from an offset
@@ -94,38 +95,60 @@ GROUP_ENV = GROUP.name  # on every command a runner starts: what is left is foun
 NODE_IP_ENV = NODE_IP.name
 
 
-class NodeRunner:
-    def __init__(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
-        self.begin(job_id, attempt, node, uses_gpus)
+def gpu_text(ids: list[Any]) -> str:
+    """Ray's GPU ids as ``CUDA_VISIBLE_DEVICES`` has them: ``"0,1"``."""
+    return ",".join(str(int(g)) if float(g).is_integer() else str(g) for g in ids)
 
-    def begin(self, job_id: str, attempt: int, node: int, uses_gpus: bool) -> None:
-        """Ready for a command of ``job_id``'s ``attempt``: at creation, and again when a kept
-        actor (its Ray worker and its bundle) serves the next call (launch/kept_nodes.py)."""
+
+def bundle_gpus() -> str:
+    """Run in a bundle of an attempt's placement group (ray_runners.py): the GPUs Ray gave
+    the bundle."""
+    import ray
+
+    return gpu_text(ray.get_gpu_ids())
+
+
+class NodeRunner:
+    """Made idle; ``begin`` readies it for an attempt's node, again for each attempt it serves
+    (ray_runners.py)."""
+
+    def __init__(self) -> None:
+        self.begun = False  # between ``begin`` and ``close``: an attempt's folder is here
+        self.handle: Any = None
+        self.monitor: Any = None
+        self._tracking: dict[str, str | None] = {}  # this actor's environment before metrics
+
+    def begin(self, job_id: str, attempt: int, node: int, uses_gpus: bool, gpus: str) -> None:
+        """Ready for node ``node`` of ``job_id``'s ``attempt``, with the GPUs ``gpus`` that its
+        bundle holds."""
         from ..logs.logfile import LogWriter
 
+        if self.begun:  # an attempt before that was not closed: what it left goes first
+            self.close()
         self.job_id = job_id
         self.attempt = attempt
         self.node = node
         self.uses_gpus = uses_gpus
+        self.gpus = gpus if uses_gpus else ""
         self.folder = Path(tempfile.mkdtemp(prefix=f"jupyter-air-{job_id}-a{attempt}-n{node}-"))
         self.files = self.folder / "files"  # what the command needs here, and leaves
         self.files.mkdir()
         self.group = f"{job_id}/{attempt}"
         self.writer = LogWriter(self.folder / f"node_{node}.log")
-        self.handle: Any = None
-        self.monitor: Any = None
+        self.handle = None
+        self.monitor = None
+        self.begun = True
 
     # where -------------------------------------------------------------------------------------
     def where(self, folder: str | None = None) -> dict[str, Any]:
         """This node: its address, host, Ray node, GPUs, and whether it sees ``folder``."""
         import ray
 
-        gpus = [str(int(g)) if float(g).is_integer() else str(g) for g in ray.get_gpu_ids()]
         return {
             "ip": ray.util.get_node_ip_address(),
             "host": socket.gethostname(),
             "node_id": ray.get_runtime_context().get_node_id(),
-            "gpus": ",".join(gpus) if self.uses_gpus else "",
+            "gpus": self.gpus,
             "pid": os.getpid(),
             "sees": folder is not None and os.path.isdir(folder),
         }
@@ -314,7 +337,10 @@ class NodeRunner:
     ) -> str:
         from ..tracking.system_metrics import start_system_metrics
 
-        os.environ.update(tracking_env)  # this actor's own MLflow client (URI and token)
+        # this actor's own MLflow client (URI and token) reads them; put back at the end, so
+        # that nothing of this run reaches the next attempt this runner serves
+        self._tracking = {name: os.environ.get(name) for name in tracking_env}
+        os.environ.update(tracking_env)
         self.monitor = start_system_metrics(
             run_id,
             node_id=f"node_{self.node}",
@@ -328,6 +354,12 @@ class NodeRunner:
         monitor, self.monitor = self.monitor, None
         if monitor is not None:
             monitor.finish()
+        saved, self._tracking = self._tracking, {}
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     # stopping ---------------------------------------------------------------------------------
     def stop(self, grace_s: float) -> None:
@@ -379,6 +411,8 @@ class NodeRunner:
             self.stop(0.0)
         self.handle = None
         self.finish_metrics()
-        with contextlib.suppress(Exception):
-            self.writer.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.begun:
+            with contextlib.suppress(Exception):
+                self.writer.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.begun = False

@@ -11,6 +11,11 @@ actor that is pending, anyone's), when its time runs out, when a call of another
 and with the kernel (Ray ends a driver's actors and placement groups with it).
 ``keep_nodes=0``: released at the end of every call, as a Ray Train run is.
 
+Released nodes leave their runners behind (backends/ray_runners.py: one Ray worker process per
+Ray node, holding no resources), so a call placed anew starts without new Ray workers too. The
+connection and those runners stay ``KEEP_RUNNERS_S`` (config.py, default 600 s) after the
+kernel's last call, then end.
+
 One ``KeptNodes`` per process, made at the first ``nodes=M`` call, never at import.
 """
 
@@ -21,7 +26,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..config import KEEP_NODES_S
+from ..config import KEEP_NODES_S, KEEP_RUNNERS_S
 
 if TYPE_CHECKING:
     from ..backends.ray_backend import RayBackend
@@ -48,6 +53,7 @@ class KeptNodes:
         self._placed: Placed | None = None
         self._watching: threading.Event | None = None  # set: the watcher stops
         self._users = 0
+        self._idle_timer: threading.Timer | None = None  # ends an idle backend's runners
 
     def backend(self, address: str | None) -> RayBackend:
         """The backend for a call (counted until ``done``): the kept one when the address is the
@@ -56,6 +62,7 @@ class KeptNodes:
 
         fresh = RayBackend(address)
         with self._lock:
+            self._stop_idle_timer_locked()
             if self._backend is not None and self._backend.address == fresh.address:
                 self._users += 1
                 return self._backend
@@ -111,29 +118,59 @@ class KeptNodes:
                 return
 
     def done(self, backend: RayBackend) -> None:
-        """A call no longer uses ``backend``: disconnected when nothing else needs it."""
+        """A call no longer uses ``backend``: disconnected when nothing else needs it (after
+        ``KEEP_RUNNERS_S`` when it has runners standing by)."""
         with self._lock:
             self._users = max(0, self._users - 1)
             shared = backend is self._backend
-            idle = self._users == 0 and self._placed is None
-            if shared and idle:
-                self._backend = None
-        if not shared or idle:
+        if shared:
+            self._when_idle()
+        else:
             with contextlib.suppress(Exception):
                 backend.close()
 
     def release(self) -> None:
-        """Release what is kept now (and disconnect when no call runs)."""
+        """Release what is kept now (its runners stand by; the connection goes when no call
+        runs and none does)."""
         with self._lock:
-            dropped = self._drop_locked()
-        _release(*dropped)
+            placed, self._placed = self._placed, None
+            self._stop_watching_locked()
+        _release(placed, None)
+        self._when_idle()
 
     def _expire(self, placed: Placed) -> None:
         with self._lock:
             if self._placed is not placed:
                 return  # taken or replaced meanwhile
-            dropped = self._drop_locked()
-        _release(*dropped)
+            self._placed = None
+            self._stop_watching_locked()
+        _release(placed, None)
+        self._when_idle()
+
+    def _when_idle(self) -> None:
+        """With no call running and nothing kept: the backend closed now, or when
+        ``KEEP_RUNNERS_S`` have passed while runners stand by."""
+        keep_s = KEEP_RUNNERS_S.get()
+        with self._lock:
+            backend = self._backend
+            if backend is None or self._users > 0 or self._placed is not None:
+                return
+            self._stop_idle_timer_locked()
+            if keep_s > 0 and backend.runners.idle():
+                timer = threading.Timer(keep_s, self._idle_for_long, args=(backend,))
+                timer.name, timer.daemon = "jupyter-air-node-runners", True
+                self._idle_timer = timer
+                timer.start()
+                return
+            self._backend = None
+        _release(None, backend)
+
+    def _idle_for_long(self, backend: RayBackend) -> None:
+        with self._lock:
+            if self._backend is not backend or self._users > 0 or self._placed is not None:
+                return  # used again meanwhile
+            self._backend, self._idle_timer = None, None
+        _release(None, backend)
 
     def _drop_locked(self) -> tuple[Placed | None, RayBackend | None]:
         """What is kept, and the backend when no call uses it, taken out to be released."""
@@ -143,6 +180,11 @@ class KeptNodes:
         if self._users == 0:
             backend, self._backend = self._backend, None
         return placed, backend
+
+    def _stop_idle_timer_locked(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
 
     def _stop_watching_locked(self) -> None:
         if self._watching is not None:
@@ -194,9 +236,11 @@ def _still_waiting(groups: list[str]) -> list[str]:
 
 
 def _release(placed: Placed | None, backend: RayBackend | None) -> None:
+    """``placed`` released (it was kept: its commands ended cleanly, so its runners stand by),
+    then ``backend`` closed (the runners standing by end)."""
     if placed is not None:
         with contextlib.suppress(Exception):
-            placed.release()
+            placed.release(clean=True)
     if backend is not None:
         with contextlib.suppress(Exception):
             backend.close()
