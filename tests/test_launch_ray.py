@@ -14,11 +14,12 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import nbformat
 import pytest
 from jupyter_client.manager import KernelManager
-from launch_support import start_driver
+from launch_support import run_dirs, start_driver
 from nbclient import NotebookClient
 from tracking_support import streams, use_server
 
@@ -153,11 +154,23 @@ def wait_gone(timeout_s: float) -> list[int]:
     return calls_processes()
 
 
+def wait_printed(data_dir: Path, timeout_s: float = 120.0) -> None:
+    """Until each rank's log in the call's run folder has its "running"."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = next(iter(run_dirs(data_dir)), data_dir)
+        logs = {rank: run / "logs" / f"rank-{rank}" / "stdout.log" for rank in (0, 1)}
+        if all(p.exists() and f"rank {r} running" in p.read_text() for r, p in logs.items()):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the ranks' lines did not come home: {run_dirs(data_dir)}")
+
+
 def test_an_interrupt_leaves_nothing_on_either_node(cluster_env, tmp_path):
     driver = start_driver(tmp_path, TWO_NODES)
     try:
         wait_running(6)  # per node: the keeper, the agent, its rank
-        time.sleep(2)  # the ranks print and sleep
+        wait_printed(tmp_path / "data")  # the ranks printed
         os.killpg(driver.pid, signal.SIGINT)  # what Jupyter's interrupt does
         left = wait_gone(30)
         output, _ = driver.communicate(timeout=60)
