@@ -25,7 +25,6 @@ This module connects to the cluster, checks a shape against its nodes and places
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -36,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import CLUSTER, RAY_CONNECT_TIMEOUT_S, RAY_PLACEMENT_TIMEOUT_S
 from .base import ClusterUnreachableError, GroupLaunch, PlacementError, Waiter
-from .ray_group import CALL_TIMEOUT_S, Placed, RayGroup, first_line, launch_shape
+from .ray_group import CALL_TIMEOUT_S, Placed, RayGroup, answered, first_line, launch_shape
 from .ray_queue import RayQueue, bundle, holds
-from .ray_runners import Runners, ask_bundle_gpus, bundle_machines, new_runner
+from .ray_runners import Runners, ask_bundle_gpus, bundle_machines, kill_runner, new_runner
 
 if TYPE_CHECKING:
     from .base import Shaped as WorkloadSpec
@@ -238,7 +237,7 @@ class RayBackend:
 
         self.connect()
         try:
-            ray.get(_begin(kept.actors, launch, kept.gpus), timeout=CALL_TIMEOUT_S)
+            ray.get(_begin_all(kept.actors, launch, kept.gpus), timeout=CALL_TIMEOUT_S)
         except BaseException as error:
             kept.release()
             if not isinstance(error, Exception):
@@ -291,19 +290,18 @@ class RayBackend:
         actors = [actor or new_runner(m) for actor, m in zip(idle, machines, strict=True)]
         try:
             gpus = ray.get(probes, timeout=120) if probes else [""] * count
-            asks = _begin(actors, launch, gpus)
+            asks = _begin_all(actors, launch, gpus)
             ray.wait(asks, num_returns=len(asks), timeout=120)
-            stale = [i for i, ask in enumerate(asks) if idle[i] is not None and not _ok(ask)]
+            stale = [i for i, ask in enumerate(asks) if idle[i] is not None and not answered(ask)]
             for index in stale:
                 log.info("the idle node runner on Ray node %s is gone", machines[index][:8])
-                ray.kill(actors[index])
+                kill_runner(actors[index])
                 actors[index] = new_runner(machines[index])
-                asks[index] = _begin([actors[index]], launch, [gpus[index]], [index])[0]
+                asks[index] = _begin(actors[index], launch, index, gpus[index])
             ray.get(asks, timeout=120)
         except BaseException:
             for actor in actors:
-                with contextlib.suppress(Exception):
-                    ray.kill(actor)
+                kill_runner(actor)
             raise
         return Placed(group, actors, launch_shape(launch), machines, gpus, self.runners)
 
@@ -339,29 +337,15 @@ class RayBackend:
         self._connected = self._owns = False
 
 
-def _ok(ref: Any) -> bool:
-    """Whether the call ``ref`` answered, without an error."""
-    import ray
-
-    try:
-        ray.get(ref, timeout=0)
-    except Exception:
-        return False
-    return True
+def _begin(actor: Any, launch: GroupLaunch, index: int, gpus: str) -> Any:
+    """``actor`` readied for node ``index`` of ``launch``, with its bundle's GPUs."""
+    node = launch.nodes[index].node
+    return actor.begin.remote(launch.job_id, launch.attempt, node, launch.uses_gpus, gpus)
 
 
-def _begin(
-    actors: list[Any], launch: GroupLaunch, gpus: list[str], nodes: list[int] | None = None
-) -> list[Any]:
-    """Each runner readied for its node of ``launch`` (``nodes``: the indexes of these runners'
-    nodes, else all), with its bundle's GPUs."""
-    indexes = nodes if nodes is not None else list(range(len(actors)))
-    return [
-        actor.begin.remote(
-            launch.job_id, launch.attempt, launch.nodes[i].node, launch.uses_gpus, devices
-        )
-        for actor, i, devices in zip(actors, indexes, gpus, strict=True)
-    ]
+def _begin_all(actors: list[Any], launch: GroupLaunch, gpus: list[str]) -> list[Any]:
+    """Each runner readied for its node of ``launch``."""
+    return [_begin(a, launch, i, g) for i, (a, g) in enumerate(zip(actors, gpus, strict=True))]
 
 
 def _signal_handlers() -> dict[int, Any]:

@@ -7,7 +7,6 @@ shape. ``ray_backend.py`` places the nodes and says how this is watched.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -17,7 +16,7 @@ from typing import Any
 
 from ..config import CHECKPOINT_DIR, RAY_LOST_S
 from .base import GroupLaunch, Metrics, NodeInfo, NodeState
-from .ray_runners import Runners
+from .ray_runners import Runners, kill_runner
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +39,19 @@ class Placed:
     shape: tuple[int, int, bool]
     machines: list[str]  # each bundle's Ray node id
     gpus: list[str]  # the GPUs each bundle holds ("0,1")
-    runners: Runners | None = None
+    runners: Runners  # where they stand by once released cleanly
 
     def release(self, *, clean: bool = False) -> None:
         """Remove the placement group (what it held is free again). ``clean`` (every command
         ended and its runner was tidied): the runners serve later attempts; else they are
         killed."""
-        import ray
         from ray.util.placement_group import remove_placement_group
 
         for actor, machine in zip(self.actors, self.machines, strict=True):
-            if clean and self.runners is not None:
+            if clean:
                 self.runners.give_back(machine, actor)
-                continue
-            with contextlib.suppress(Exception):
-                ray.kill(actor)
+            else:
+                kill_runner(actor)
         try:
             remove_placement_group(self.placement)
         except Exception as error:
@@ -436,12 +433,13 @@ class RayGroup:
         ``keep`` leave it and the runners to the caller (``placed``). Released, the runners
         serve later attempts when every command ended and every node was tidied; else they
         are killed."""
-        tidied = _all_answered([a.close.remote() for a in self._live()], 30)
+        closing = [a.close.remote() for a in self._live()]
+        _wait_all(closing, 30)
         if self.relay is not None:
             self.relay.close()
             self.relay = None
         if not keep:
-            self.placed.release(clean=tidied and self.reusable)
+            self.placed.release(clean=self.reusable and all(map(answered, closing)))
 
 
 def _wait_all(refs: list[Any], timeout_s: float) -> None:
@@ -453,14 +451,13 @@ def _wait_all(refs: list[Any], timeout_s: float) -> None:
     ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
 
 
-def _all_answered(refs: list[Any], timeout_s: float) -> bool:
-    """Wait for every call up to ``timeout_s``; whether each returned without an error."""
+def answered(ref: Any) -> bool:
+    """Whether the call ``ref`` has answered, without an error (not waited for)."""
     import ray
 
     try:
-        ray.get(refs, timeout=timeout_s)
+        ray.get(ref, timeout=0)
     except Exception:
-        _wait_all(refs, timeout_s)  # the others still get their time
         return False
     return True
 

@@ -28,7 +28,8 @@ from typing import Any
 RUNNER_CONCURRENCY = 4  # a tick while a stop waits for its grace period
 
 
-def _kill(actor: Any) -> None:
+def kill_runner(actor: Any) -> None:
+    """The runner's process ends (an actor already gone is no error)."""
     import ray
 
     with contextlib.suppress(Exception):
@@ -38,7 +39,7 @@ def _kill(actor: Any) -> None:
 class Runners:
     """At most one idle runner per Ray node, handed to one attempt at a time."""
 
-    def __init__(self, kill: Callable[[Any], None] = _kill) -> None:
+    def __init__(self, kill: Callable[[Any], None] = kill_runner) -> None:
         self._lock = threading.Lock()
         self._idle: dict[str, Any] = {}  # Ray node id → its idle runner
         self._kill = kill
