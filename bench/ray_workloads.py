@@ -2,7 +2,9 @@
 
 1. From `air run` to the first line of node 1 in its log file on the Jupyter host, and how much
    of it `air run` itself took (the submission). jupyter-air's MLflow server runs throughout, as
-   a Jupyter server keeps it: no figure includes its start.
+   a Jupyter server keeps it: no figure includes its start. On Ray, twice: with the standby
+   supervisor the job run before left (workloads/ray_standby.py), as a user's next job run finds
+   it, and without one (ended first), as the first job run of a data folder starts.
 2. Log throughput from a node: the command prints N lines as fast as it can; lines per second
    as they land in the host's log file (the Ray backend brings them from the node's file; the
    local one writes them there directly).
@@ -163,6 +165,33 @@ def cancel(store: JobStore, folder: Path, backend: str) -> float:
     return time.monotonic() - started
 
 
+def settled(data: Path) -> None:
+    """Wait until the standby the last Ray job run left is ready (bounded), so that no figure
+    shares the machine with its start."""
+    from jupyter_air.pids import is_running
+    from jupyter_air.workloads.ray_standby import standby_folder
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for path in standby_folder(data).glob("*.json"):
+            offer = json.loads(path.read_text())
+            if is_running(offer["pid"], offer["started"]):
+                return
+        time.sleep(0.05)
+    raise RuntimeError("no standby supervisor was ready within 120 s")
+
+
+def without_standby(data: Path) -> None:
+    """Every standby of the data folder ended, and gone."""
+    from jupyter_air.pids import is_running
+    from jupyter_air.workloads.ray_standby import end_standbys
+
+    pids = end_standbys(data)
+    deadline = time.monotonic() + 60
+    while any(is_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def wait_done(store: JobStore, job_id: str) -> None:
     deadline = time.monotonic() + 300
     while store.get_job(job_id).status not in ("SUCCEEDED", "FAILED", "CANCELLED"):
@@ -195,18 +224,33 @@ def main() -> None:
 
         _, lease = ensure_running(mlflow_folder(folder / "data"), "the benchmark")
         try:
-            submit(folder, "local", "'true'")  # warms what the first job run pays
+            data = folder / "data"
+            for backend in ("local", "ray"):  # warms what the first job run pays
+                wait_done(store, submit(folder, backend, "'true'"))
             figures: dict[str, dict[str, list[float]]] = {}
+            cold: dict[str, list[float]] = {"first": [], "submit": []}
             for _ in range(args.repeat):
                 for backend in ("local", "ray"):
                     row = figures.setdefault(
                         backend, {"first": [], "submit": [], "rate": [], "cancel": []}
                     )
+                    settled(data)
                     first, submitted = first_line(store, folder, backend)
                     row["first"].append(first)
                     row["submit"].append(submitted)
-                    row["rate"].append(throughput(store, folder, backend, args.lines))
-                    row["cancel"].append(cancel(store, folder, backend))
+                settled(data)
+                without_standby(data)
+                first, submitted = first_line(store, folder, "ray")
+                cold["first"].append(first)
+                cold["submit"].append(submitted)
+                for backend in ("local", "ray"):
+                    settled(data)
+                    figures[backend]["rate"].append(throughput(store, folder, backend, args.lines))
+                for backend in ("local", "ray"):
+                    settled(data)
+                    figures[backend]["cancel"].append(cancel(store, folder, backend))
+            settled(data)
+            without_standby(data)
         finally:
             leave(mlflow_folder(folder / "data"), lease)
             stop_cluster(cluster)
@@ -218,7 +262,12 @@ def main() -> None:
     )
     print(
         f"    of which air run itself: local {med['local']['submit']:.2f} s, "
-        f"ray {med['ray']['submit']:.2f} s (its capacity check reads the cluster's status)"
+        f"ray {med['ray']['submit']:.2f} s (it asks the standby for the cluster's nodes)"
+    )
+    first, submitted = statistics.median(cold["first"]), statistics.median(cold["submit"])
+    print(
+        f"  the same without a standby supervisor (a data folder's first Ray job run): "
+        f"{first:.2f} s ({first / med['local']['first']:.2f}x), air run {submitted:.2f} s"
     )
     print(
         f"  log throughput from node 1 ({args.lines:,} lines): local "

@@ -144,6 +144,18 @@ def env(mlflow_server, monkeypatch, tmp_path):
     return cli_env(monkeypatch, tmp_path, mlflow_server)
 
 
+@pytest.fixture
+def ray_env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
+    """A CLI test's world whose workloads run on the session's Ray cluster (``env.cluster``);
+    the standby supervisors its Ray job runs leave end with it."""
+    from workloads_support import cli_env, end_standbys_of
+
+    env = cli_env(monkeypatch, tmp_path, mlflow_server, cluster=ray_cluster)
+    ray_cluster.use(monkeypatch)
+    yield env
+    end_standbys_of(env.store)
+
+
 class RayCluster:
     """The ``ray_cluster`` fixture: a real Ray cluster of 3 nodes on loopback
     (tests/ray_cluster.py)."""
@@ -166,6 +178,13 @@ class RayCluster:
         from ray_cluster import LOOPBACK_ENV
 
         return {**LOOPBACK_ENV, "RAY_ADDRESS": self.address}
+
+    def use(self, monkeypatch) -> None:
+        """This test's processes use the cluster (``RAY_ADDRESS``), whatever the machine's
+        ``JUPYTER_AIR_CLUSTER`` says."""
+        for name, value in self.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
 
     def command(self, line: str, timeout: float = 120.0) -> dict:
         import json

@@ -63,13 +63,16 @@ broken.distributed()""",
 @pytest.fixture
 def cluster_env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
     use_server(monkeypatch, mlflow_server.url)
-    for name, value in ray_cluster.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
+    ray_cluster.use(monkeypatch)
     monkeypatch.setenv("JUPYTER_AIR_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("JUPYTER_AIR_SYSTEM_METRICS_INTERVAL_S", "1")
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    return ray_cluster
+    yield ray_cluster
+    from workloads_support import end_standbys_of
+
+    from jupyter_air.workloads.store import JobStore
+
+    end_standbys_of(JobStore.for_data_dir(tmp_path / "data"))  # a remote call's job run left one
 
 
 def calls_processes() -> list[int]:

@@ -14,7 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, air, cli_env, server_config, wait_for, wait_until, write
+from workloads_support import (
+    PY,
+    air,
+    server_config,
+    wait_for,
+    wait_until,
+    write,
+)
 
 from jupyter_air.logs.query import query_logs
 
@@ -37,12 +44,8 @@ dist.destroy_process_group()
 
 
 @pytest.fixture
-def env(ray_cluster, mlflow_server, monkeypatch, tmp_path):
-    env = cli_env(monkeypatch, tmp_path, mlflow_server, cluster=ray_cluster)
-    for name, value in ray_cluster.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("JUPYTER_AIR_CLUSTER", raising=False)
-    return env
+def env(ray_env):
+    return ray_env
 
 
 def submit(env, name: str, fields: str, command: str, *extra: str) -> str:

@@ -18,7 +18,15 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from workloads_support import PY, JupyterServer, cli_env, wait_for, wait_until, write
+from workloads_support import (
+    PY,
+    JupyterServer,
+    cli_env,
+    end_standbys_of,
+    wait_for,
+    wait_until,
+    write,
+)
 
 from jupyter_air.logs.query import query_logs
 from jupyter_air.workloads.store import JobStore
@@ -40,10 +48,8 @@ def users(ray_cluster, team_server, monkeypatch, tmp_path):
     """Two users of one cluster and one team MLflow server: alice and bob, each with a data
     folder of their own and their MLflow credentials in their environment."""
     env = cli_env(monkeypatch, tmp_path, team_server, cluster=ray_cluster)
-    for name, value in ray_cluster.env().items():
-        monkeypatch.setenv(name, value)
-    for name in ("JUPYTER_AIR_CLUSTER", "MLFLOW_TRACKING_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
+    ray_cluster.use(monkeypatch)
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
     ray_cluster.ensure(3)
     env.work = tmp_path / "work"  # the workloads' folder (snapshotted): no data folder in it
     write(env.work, "hold.py", HOLD)
@@ -71,6 +77,8 @@ def users(ray_cluster, team_server, monkeypatch, tmp_path):
     finally:
         for server in env.servers.values():
             server.stop()
+        for store in env.stores.values():
+            end_standbys_of(store)
 
 
 def air_as(env, user: str, *args: str) -> subprocess.CompletedProcess:

@@ -148,6 +148,18 @@ def wait_until(predicate, timeout: float = 30.0, what: str = "condition") -> Non
         time.sleep(0.05)
 
 
+def end_standbys_of(store: JobStore) -> None:
+    """A Ray test's data folder left as it found the machine: its supervisors gone (each
+    leaves a standby supervisor as it ends), then its standbys (workloads/ray_standby.py)."""
+    from jupyter_air.pids import is_running
+    from jupyter_air.workloads.ray_standby import end_standbys
+
+    for job in store.list_jobs(limit=1000) if store.path.exists() else []:
+        wait_until(lambda j=job: not is_running(j.supervisor_pid, j.supervisor_started), 60)
+    ended = end_standbys(store.data_dir)
+    wait_until(lambda: not any(alive(pid) for pid in ended), 60, "the standbys to end")
+
+
 def alive(pid: int) -> bool:
     import psutil
 

@@ -30,6 +30,7 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,8 +101,11 @@ class RayNode:
 class RayBackend:
     name = "ray"
 
-    def __init__(self, address: str | None = None) -> None:
+    def __init__(
+        self, address: str | None = None, *, ask: Callable[[], list[RayNode] | None] | None = None
+    ) -> None:
         self.address = address or os.environ.get("RAY_ADDRESS") or "auto"
+        self._ask = ask  # the nodes from someone connected already (None: no one answered)
         self._connected = False
         self._owns = False  # connected by us (a kernel may have its own ray.init)
         self._nodes: list[RayNode] | None = None
@@ -136,11 +140,14 @@ class RayBackend:
     def nodes(self) -> list[RayNode]:
         """The cluster's live nodes: from the cluster's own status (a question to its GCS,
         no driver) while this process is not connected, so that a shape check (``air run``)
-        costs no ``ray.init``; else as the connected driver sees them."""
-        import ray
-
-        found = None if self._connected and ray.is_initialized() else self._nodes_from_gcs()
+        costs no ``ray.init``; else as the connected driver sees them. Not connected, those
+        asked first (``ask``: a standby supervisor) save even the ``import ray``."""
+        found = None if self._connected else self._ask() if self._ask else None
+        if found is None and not (self._connected and _initialized()):
+            found = self._nodes_from_gcs()
         if found is None:
+            import ray
+
             self.connect()
             found = []
             for info in ray.nodes():
@@ -335,6 +342,12 @@ class RayBackend:
 
             ray.shutdown()
         self._connected = self._owns = False
+
+
+def _initialized() -> bool:
+    import ray
+
+    return bool(ray.is_initialized())
 
 
 def _begin(actor: Any, launch: GroupLaunch, index: int, gpus: str) -> Any:

@@ -114,6 +114,7 @@ class NodeRunner:
 
     def __init__(self) -> None:
         self.begun = False  # between ``begin`` and ``close``: an attempt's folder is here
+        self.gpus = ""  # its attempt's (``begin``)
         self.handle: Any = None
         self.monitor: Any = None
         self._tracking: dict[str, str | None] = {}  # this actor's environment before metrics

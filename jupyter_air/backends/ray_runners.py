@@ -117,6 +117,15 @@ def ask_bundle_gpus(group: Any, shape: dict[str, float], count: int) -> list[Any
     ]
 
 
+def warm_probe_worker(node_id: str) -> Any:
+    """The bundle task's function run once on Ray node ``node_id``, holding nothing: Ray keeps
+    the worker it started for it idle, and the next bundle task there runs on it at once."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
+    return _remote_probe().options(num_cpus=0, scheduling_strategy=strategy).remote()
+
+
 @functools.cache
 def _remote_runner() -> Any:
     import ray

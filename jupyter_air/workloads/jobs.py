@@ -98,7 +98,7 @@ def submit(
     if existing is not None:
         raise AlreadySubmitted(existing)
     choice = choose(spec.compute.backend, environ)
-    gpus, ray, pool = place(spec, choice, inventory)
+    gpus, ray, pool = place(spec, choice, inventory, store.data_dir)
     try:
         listing = code_listing(spec, store.data_dir)
     except BaseException:
@@ -131,16 +131,21 @@ def place(
     spec: WorkloadSpec,
     choice: Choice,
     inventory: GpuInventory | Callable[[], GpuInventory] | None,
+    data: Path | None = None,
 ) -> tuple[list[Any], RayBackend | None, list[int]]:
     """Check the workload fits where it runs: the GPUs of each node on this machine (local),
-    or the Ray cluster's shape (ray; the backend is returned, connected, for one more check).
-    Also the GPUs of this machine the workload accepts (local): its attempts' pool."""
+    or the Ray cluster's shape (ray; the backend is returned, connected, for one more check;
+    the nodes as a standby supervisor of the data folder ``data`` sees them when one is there,
+    ray_standby.py). Also the GPUs of this machine the workload accepts (local): its attempts'
+    pool."""
     if choice.backend == "ray":
         from ..backends.choice import require_ray
         from ..backends.ray_backend import RayBackend
+        from .ray_standby import standby_nodes
 
         require_ray(choice.why)
-        ray = RayBackend(choice.address)
+        address = choice.address
+        ray = RayBackend(address, ask=(lambda: standby_nodes(data, address)) if data else None)
         try:
             check_shape(ray, spec)
         except BaseException:
@@ -250,17 +255,27 @@ def _submit(
         shutil.rmtree(folder, ignore_errors=True)
         raise
     env = _supervisor_environment(environ or os.environ, connection, store.data_dir)
-    try:
-        pid = spawn_detached(
-            [sys.executable, "-m", "jupyter_air.workloads.supervisor", job.id],
-            log_file=folder / "supervisor.log",
-            env=env,
-            cwd=working,
-        )
-    except OSError as error:
-        store.finish_job(job.id, FAILED, f"could not start the supervisor: {error}")
-        raise
-    store.set_supervisor(job.id, pid, start_time(pid))
+    # a Ray job run goes to a supervisor made ready ahead when there is one (ray_standby.py)
+    ready = None
+    if job.backend == "ray":
+        from .ray_standby import hand_over
+
+        ready = hand_over(store.data_dir, job.id, env, working, job.cluster)
+    if ready is not None:
+        pid, started = ready
+    else:
+        try:
+            pid = spawn_detached(
+                [sys.executable, "-m", "jupyter_air.workloads.supervisor", job.id],
+                log_file=folder / "supervisor.log",
+                env=env,
+                cwd=working,
+            )
+        except OSError as error:
+            store.finish_job(job.id, FAILED, f"could not start the supervisor: {error}")
+            raise
+        started = start_time(pid)
+    store.set_supervisor(job.id, pid, started)
     # a jupyter-air server (this data folder's, or the Jupyter server's of another data folder)
     # runs for as long as the job needs it
     held = connection.server_folder or (

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ..backends.base import Waiter
+from ..backends.base import Backend, Waiter
 from ..backends.supervision import CANCELLED, FAILED, GroupSupervisor, Outcome
 from ..config import KILL_GRACE_S, data_dir
 from ..disk import DiskWatch, no_space
@@ -59,9 +59,15 @@ def kill_grace_s() -> float:
 
 class Supervisor:
     def __init__(
-        self, store: JobStore, job_id: str, *, node_env: Mapping[str, str] | None = None
+        self,
+        store: JobStore,
+        job_id: str,
+        *,
+        node_env: Mapping[str, str] | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.store = store
+        self.backend = backend  # made ready ahead (a standby's, ray_standby.py), else made here
         self.job_id = job_id
         self.cancel = threading.Event()
         self.cancel_reason = "cancelled (air cancel)"
@@ -168,7 +174,7 @@ class Supervisor:
         from ..backends.choice import backend_for
 
         assert self.tracking is not None
-        backend = backend_for(job.backend, job.cluster, environ=self.node_env)
+        backend = self.backend or backend_for(job.backend, job.cluster, environ=self.node_env)
         attempts = JobAttempts(self, job, self.tracking)
         queue = getattr(backend, "wait_for_room", None) or LocalQueue(self.store, job).wait
         self.core = GroupSupervisor(
@@ -230,18 +236,49 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    spawned = dict(os.environ)  # as the submission started it: a standby's too (below)
     node_env = bound_mlflow_calls()
     store = JobStore.for_data_dir(data_dir(args.data_dir))
-    supervisor = Supervisor(store, args.job_id, node_env=node_env)
+    return serve(store, args.job_id, node_env, spawned=spawned)
+
+
+def serve(
+    store: JobStore,
+    job_id: str,
+    node_env: Mapping[str, str],
+    *,
+    spawned: Mapping[str, str],
+    backend: Backend | None = None,
+) -> int:
+    """Job run ``job_id`` run to its end by this process (``backend``: one made ready ahead).
+    A Ray job run's supervisor then leaves a standby for the next one (ray_standby.py), in the
+    environment it was started with (``spawned``)."""
+    supervisor = Supervisor(store, job_id, node_env=node_env, backend=backend)
     supervisor.install_signal_handlers()
     try:
         return supervisor.run()
     except Exception:
         log.error("supervisor failed:\n%s", traceback.format_exc())
-        job = store.get_job(args.job_id)
+        job = store.get_job(job_id)
         if job.status not in TERMINAL:
-            store.finish_job(args.job_id, FAILED, "jupyter-air supervisor error (supervisor.log)")
+            store.finish_job(job_id, FAILED, "jupyter-air supervisor error (supervisor.log)")
         return 1
+    finally:
+        _leave_standby(store, job_id, spawned)
+
+
+def _leave_standby(store: JobStore, job_id: str, spawned: Mapping[str, str]) -> None:
+    try:
+        job = store.get_job(job_id)
+        if job.backend == "ray":
+            from ..mlflow_server.records import mlflow_folder
+            from .ray_standby import start_standby
+            from .tracking_calls import EMBEDDED
+
+            held = mlflow_folder(store.data_dir) if job.tracking == EMBEDDED else None
+            start_standby(store.data_dir, spawned, job.cluster, os.getcwd(), mlflow=held)
+    except Exception:
+        log.warning("no standby supervisor left:\n%s", traceback.format_exc())
 
 
 if __name__ == "__main__":
