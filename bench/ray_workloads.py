@@ -165,9 +165,9 @@ def cancel(store: JobStore, folder: Path, backend: str) -> float:
     return time.monotonic() - started
 
 
-def settled(data: Path) -> None:
+def settled(data: Path) -> int:
     """Wait until the standby the last Ray job run left is ready (bounded), so that no figure
-    shares the machine with its start."""
+    shares the machine with its start; its pid."""
     from jupyter_air.pids import is_running
     from jupyter_air.workloads.ray_standby import standby_folder
 
@@ -176,7 +176,7 @@ def settled(data: Path) -> None:
         for path in standby_folder(data).glob("*.json"):
             offer = json.loads(path.read_text())
             if is_running(offer["pid"], offer["started"]):
-                return
+                return int(offer["pid"])
         time.sleep(0.05)
     raise RuntimeError("no standby supervisor was ready within 120 s")
 
@@ -249,7 +249,7 @@ def main() -> None:
                 for backend in ("local", "ray"):
                     settled(data)
                     figures[backend]["cancel"].append(cancel(store, folder, backend))
-            settled(data)
+            memory = psutil.Process(settled(data)).memory_full_info()
             without_standby(data)
         finally:
             leave(mlflow_folder(folder / "data"), lease)
@@ -263,6 +263,10 @@ def main() -> None:
     print(
         f"    of which air run itself: local {med['local']['submit']:.2f} s, "
         f"ray {med['ray']['submit']:.2f} s (it asks the standby for the cluster's nodes)"
+    )
+    print(
+        f"    the standby waiting, on the Jupyter host: RSS {memory.rss / 2**20:.0f} MiB, "
+        f"USS {memory.uss / 2**20:.0f} MiB (its runners: one Ray worker per node)"
     )
     first, submitted = statistics.median(cold["first"]), statistics.median(cold["submit"])
     print(

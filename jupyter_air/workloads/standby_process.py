@@ -117,8 +117,10 @@ class Standby:
             return None
         if request.get("ask") == "nodes":
             assert self.backend is not None
-            nodes = [vars(n) for n in self.backend.nodes()]
-            _reply(conn, {"nodes": nodes})
+            try:
+                _reply(conn, {"nodes": [vars(n) for n in self.backend.nodes()]})
+            except Exception as error:  # the asker reads the cluster itself
+                _reply(conn, {"refused": f"the cluster's nodes: {error}"})
             return None
         job_id, cwd = str(request.get("job", "")), str(request.get("cwd", ""))
         refused = self._refusal(job_id, cwd, str(request.get("key", "")))
@@ -135,6 +137,10 @@ class Standby:
         conn.settimeout(ANSWER_S)
         with contextlib.suppress(OSError):
             if file.readline(16).strip() == b"go":
+                # a sign of life before the submission records this (older) process as the
+                # job run's supervisor: a read meanwhile must not find it silent for minutes
+                with contextlib.suppress(Exception):  # (the heartbeat writes it again)
+                    self.store.update_job(job_id, supervisor_seen_at=time.time())
                 return job_id, cwd
         log.info("the submission of %s did not confirm: ending", job_id)
         return None
