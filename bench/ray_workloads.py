@@ -12,7 +12,11 @@
 
 Each measured alternately, local then Ray, `--repeat` times; medians and the Ray/local ratio.
 
-    python bench/ray_workloads.py [--repeat 3] [--lines 200000]
+    python bench/ray_workloads.py [--repeat 3] [--lines 200000] [--gpus 1]
+
+``--gpus N``: the Ray job runs ask for N GPUs per node (the loopback cluster declares 2 per node,
+so Ray hands out GPU ids and each attempt asks its bundles which); the local backend's stay CPU,
+this machine having none.
 """
 
 from __future__ import annotations
@@ -102,11 +106,15 @@ def air(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
     return result.stdout
 
 
+GPUS = 0  # per node, Ray only (--gpus): the loopback cluster declares 2 per node
+
+
 def submit(folder: Path, backend: str, command: str) -> str:
     spec = folder / f"{backend}-{time.monotonic_ns()}.yaml"
+    shape = f"num_accelerators: {GPUS}" if GPUS and backend == "ray" else "accelerator_type: CPU"
     spec.write_text(
         f"experiment_name: bench-{backend}\n"
-        f"compute: {{num_nodes: 2, accelerator_type: CPU, backend: {backend}}}\n"
+        f"compute: {{num_nodes: 2, {shape}, backend: {backend}}}\n"
         f"command: {command}\n"
     )
     return json.loads(air("run", str(spec), "-o", "json", cwd=folder))["id"]
@@ -204,7 +212,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        default=0,
+        help="GPUs per node of the Ray job runs (the local backend's stay CPU: none here)",
+    )
     args = parser.parse_args()
+    global GPUS
+    GPUS = args.gpus
     with tempfile.TemporaryDirectory(prefix="air-bench-") as name:
         folder = Path(name)
         (folder / "printer.py").write_text(PRINTER)
