@@ -36,7 +36,7 @@ def offered(tmp_path):
     """A standby offering itself for ``ENV`` on ``CLUSTER`` (its wait in a thread), the store,
     and what its wait returned once it ended."""
     store = JobStore.for_data_dir(tmp_path)
-    standby = Standby(store, CLUSTER, standby_key(ENV, CLUSTER), ENV)
+    standby = Standby(store, CLUSTER, standby_key(ENV, CLUSTER))
     result: dict = {}
     thread = threading.Thread(target=lambda: result.setdefault("taken", standby.wait()))
     thread.start()

@@ -39,13 +39,10 @@ log = logging.getLogger("jupyter_air.workloads.ray_standby")
 class Standby:
     """A supervisor made ready, waiting for a job run of its key."""
 
-    def __init__(
-        self, store: JobStore, cluster: str | None, key: str, node_env: Mapping[str, str]
-    ) -> None:
+    def __init__(self, store: JobStore, cluster: str | None, key: str) -> None:
         self.store = store
         self.cluster = cluster
         self.key = key
-        self.node_env = node_env
         self.folder = standby_folder(store.data_dir)
         self.offer = self.folder / f"{key}.json"
         self.token = secrets.token_urlsafe(32)
@@ -250,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
     without_slow_optional_imports()
     parser = argparse.ArgumentParser(
-        prog="python -m jupyter_air.workloads.ray_standby",
+        prog="python -m jupyter_air.workloads.standby_process",
         description="A Ray job run's supervisor, ready before the job run (started by one).",
     )
     parser.add_argument("--cluster", default="")
@@ -276,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     me = {"pid": os.getpid(), "started": process_start_time(os.getpid())}
     lock.write(json.dumps(me).encode())
     lock.flush()
-    standby = Standby(store, cluster, key, node_env)
+    standby = Standby(store, cluster, key)
     signal.signal(signal.SIGTERM, lambda *_: standby.stop.set())
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     taken = None
