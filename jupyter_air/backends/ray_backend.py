@@ -142,9 +142,11 @@ class RayBackend:
         no driver) while this process is not connected, so that a shape check (``air run``)
         costs no ``ray.init``; else as the connected driver sees them. Not connected, those
         asked first (``ask``: a standby supervisor) save even the ``import ray``."""
-        found = None if self._connected else self._ask() if self._ask else None
-        if found is None and not (self._connected and _initialized()):
-            found = self._nodes_from_gcs()
+        found = None
+        if not (self._connected and _initialized()):
+            found = self._ask() if self._ask else None
+            if found is None:
+                found = self._nodes_from_gcs()
         if found is None:
             import ray
 

@@ -64,7 +64,7 @@ class RayGroup:
 
     def __init__(self, launch: GroupLaunch, placed: Placed) -> None:
         self.launch = launch
-        self._placed = placed
+        self.placed = placed  # kept by the caller (``close(keep=True)``) or released here
         self.actors = placed.actors
         self.nodes: list[NodeInfo] = []
         self.offsets = [0 for _ in self.actors]
@@ -412,10 +412,6 @@ class RayGroup:
             host = self.nodes[index].host if index < len(self.nodes) else "?"
             found.extend(f"pid {pid} on node {index} (host {host})" for pid in pids)
         return found
-
-    @property
-    def placed(self) -> Placed:
-        return self._placed
 
     @property
     def reusable(self) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..config import KEEP_RUNNERS_S
+from ..files import write_json
 from ..private import open_private, private_folder
 from .ray_standby import ANSWER_S, STANDBY_NODES, standby_folder, standby_key
 
@@ -172,11 +173,7 @@ class Standby:
             "cluster": self.cluster or "",
         }
         private_folder(self.folder)
-        temporary = self.offer.with_suffix(".tmp")
-        with open_private(temporary) as file:
-            file.truncate(0)
-            file.write(json.dumps(offer).encode())
-        os.replace(temporary, self.offer)
+        write_json(self.offer, offer)  # 0600, whole or not at all
 
     def withdraw(self) -> None:
         """No submission finds this standby any more."""
