@@ -12,8 +12,8 @@ placed anew and a ``TorchTrainer`` run each start once the cluster has every CPU
 without an MLflow run (``mlflow=False``; a TorchTrainer run has none either), and both in a
 driver already connected to the cluster, as a kernel is after its first call.
 
-Then where the seconds of a call go, with kept nodes and placed anew, from ``--repeat`` more
-such calls each: marks taken in the kernel (the supervision core's steps), by each node's
+Then where the seconds of a call go, with kept nodes, placed anew after a call placed anew and
+placed anew after a ``TorchTrainer`` run, from ``--repeat`` more such calls each: marks taken in the kernel (the supervision core's steps), by each node's
 launcher agent (its outcome's start and end) and by the ranks (entering the function, the gloo
 group formed, returning); the nodes are this machine's, so one clock serves them all. Medians
 of each step.
@@ -29,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +69,11 @@ def timed_hello() -> dict[str, float]:
     return {"entered": entered, "imported": imported, "grouped": grouped, "returned": time.time()}
 
 
-def breakdown(repeat: int, keep_nodes: float | None = None) -> dict[str, float]:
+def breakdown(
+    repeat: int, keep_nodes: float | None = None, before: Callable[[], object] | None = None
+) -> dict[str, float]:
     """Medians of the steps of ``repeat`` calls whose nodes the call before kept (or, with
-    ``keep_nodes=0``, that place theirs anew)."""
+    ``keep_nodes=0``, that place theirs anew), each after ``before()`` where given."""
     from jupyter_air import distributed
     from jupyter_air.backends.supervision import GroupSupervisor
     from jupyter_air.launch.cluster import ClusterLaunch
@@ -106,6 +109,8 @@ def breakdown(repeat: int, keep_nodes: float | None = None) -> dict[str, float]:
     call.distributed()  # the nodes kept for the calls measured (or the imports, placed anew)
     steps: dict[str, list[float]] = {}
     for _ in range(repeat):
+        if before is not None:
+            before()
         if keep_nodes == 0:
             settle()
         marks.clear()
@@ -121,7 +126,7 @@ def breakdown(repeat: int, keep_nodes: float | None = None) -> dict[str, float]:
         returned = max(r["returned"] for r in ranks)
         for step, seconds in {
             "kernel: run folder and payload": marks["prepare"] - began,
-            "nodes (placed anew: placement group and actors) and their commands started": (
+            "nodes (placed anew: placement group, runners, bundles' GPUs) and their commands started": (
                 marks["started"] - marks["prepare"]
             ),
             "launcher agent: interpreter and jupyter_air imports": agent_started - marks["started"],
@@ -223,6 +228,9 @@ def main() -> None:
             steps = breakdown(args.repeat)
             kept_nodes().release()
             anew = breakdown(args.repeat, keep_nodes=0)
+            after_theirs = breakdown(
+                args.repeat, keep_nodes=0, before=lambda: run_ray_train(storage)
+            )
         ray.shutdown()
     finally:
         stop_cluster(cluster)
@@ -248,9 +256,12 @@ def main() -> None:
         f"  ratio .distributed(keep_nodes=0) / TorchTrainer: {c / b:.2f}x after a TorchTrainer "
         f"run, {d / b:.2f}x after a call placed anew (target ≤ 0.35x)"
     )
-    print(f"where a call spends its time, medians of {args.repeat} calls: nodes kept / anew")
+    print(
+        f"where a call spends its time, medians of {args.repeat} calls: nodes kept / placed anew"
+        " after a call placed anew / placed anew after a TorchTrainer run"
+    )
     for step, seconds in steps.items():
-        print(f"  {seconds:6.2f} s  {anew[step]:6.2f} s  {step}")
+        print(f"  {seconds:6.2f} s  {anew[step]:6.2f} s  {after_theirs[step]:6.2f} s  {step}")
 
 
 if __name__ == "__main__":

@@ -307,6 +307,29 @@ def runners():
     }
 
 
+def held_workers(expected):
+    # the Ray workers of this cluster (the session its runners are in) kept busy for the next
+    # bundle task (their title is the task's), once ``expected`` of them run (bounded: a hold
+    # starts after its call's bundle tasks)
+    cluster = os.getsid(int(next(iter(runners()))))
+
+    def found():
+        pids = []
+        for process in psutil.process_iter():
+            try:
+                title = " ".join(process.cmdline())
+                if title.startswith("ray::stand_by") and os.getsid(process.pid) == cluster:
+                    pids.append(process.pid)
+            except (psutil.Error, OSError):
+                pass
+        return sorted(pids)
+
+    deadline = time.monotonic() + 60
+    while len(found()) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found()
+
+
 def held():
     return sorted(
         p["name"] for p in ray.util.placement_group_table().values()
@@ -322,8 +345,31 @@ answers["held_after_first"] = held()
 answers["second"], _ = call(keep_nodes=0)
 answers["held_after_zero"] = held()
 answers["standing"] = runners()
-# another job holds the first GPU of every node: a call placed anew gets the other one
+# a worker of this driver held on each GPU node for the next bundle task; other work that takes
+# every CPU of every node meanwhile (actors, as Ray Train's are) neither takes nor ends it
+answers["held_workers"] = held_workers(2)
 nodes = [n for n in ray.nodes() if n["Alive"]]
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+
+@ray.remote(num_cpus=2)
+class Busy:
+    def pid(self):
+        return os.getpid()
+
+
+on = [NodeAffinitySchedulingStrategy(n["NodeID"], soft=False) for n in nodes]
+busy = [Busy.options(scheduling_strategy=strategy).remote() for strategy in on]
+answers["busy_pids"] = ray.get([b.pid.remote() for b in busy], timeout=120)
+for b in busy:
+    ray.kill(b)
+answers["held_after_busy"] = held_workers(2)
+answers["standing_again"] = runners()
+answers["second_again"], _ = call(keep_nodes=0)  # its bundle tasks on the held workers
+answers["runners_again"] = runners()
+# one worker held on each Ray node a call of this shape ran on
+answers["held_again"] = held_workers(len(set(answers["runners_again"].values())))
+# another job holds the first GPU of every node: a call placed anew gets the other one
 gpu_user = placement_group([{"CPU": 1, "GPU": 1}] * len(nodes), strategy="STRICT_SPREAD")
 ray.get(gpu_user.ready(), timeout=60)
 answers["third"], answers["third_gpus"] = call()
@@ -390,6 +436,14 @@ def test_a_call_s_nodes_are_kept_for_the_next_call_and_released_after(cluster_en
     # the placement released, its runners stand by; a call placed anew takes the one on each
     # Ray node its bundles land on (a node with none gets a new one)
     assert sorted(answers["standing"]) == sorted(map(str, first)), said
+    held = answers["held_workers"]
+    assert len(held) == 2 and not set(held) & set(answers["busy_pids"]), said
+    assert answers["held_after_busy"] == held, said  # neither taken nor ended
+    again = answers["second_again"]
+    took_what_stood(again, answers["standing_again"], answers["runners_again"], said)
+    # the same workers held again (a node this call alone ran on got one more)
+    assert set(held) <= set(answers["held_again"]), said
+    assert len(answers["held_again"]) == len(set(answers["runners_again"].values())), said
     took_what_stood(third, answers["standing"], answers["runners_third"], said)
     assert answers["third_gpus"] == ["1", "1"]  # GPU 0 of each node is the other job's
     assert len(answers["held_kept"]) == 1, said

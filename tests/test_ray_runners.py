@@ -1,5 +1,6 @@
 """Node runners outlive an attempt (backends/ray_runners.py): one idle runner per Ray node, handed
-to one attempt at a time, the extra ones and the idle ones at the end killed; a runner serves a
+to one attempt at a time, the extra ones and the idle ones at the end killed; a worker held on a
+GPU node, once per node, let go before a bundle task there and at the end; a runner serves a
 second attempt with nothing of the first left (its folder, its run's MLflow token)."""
 
 from __future__ import annotations
@@ -24,6 +25,27 @@ def test_one_idle_runner_per_ray_node_is_handed_out_once():
     runners.end()
     assert killed == ["runner-3", "runner-2"] and runners.idle() == 0
     assert runners.take("node-b") is None
+
+
+def test_a_worker_is_held_once_per_node_and_let_go_before_its_bundle_task():
+    freed: list[list[str]] = []
+    runners = Runners(kill=lambda actor: None, hold=lambda node: f"hold-{node}", free=freed.append)
+    runners.hold("node-a")
+    runners.hold("node-b")
+    runners.hold("node-a")  # held already: not a second worker there
+    assert runners.held() == ["node-a", "node-b"]
+    runners.free(["node-a", "node-c"])  # a placement on node-a (and on node-c, none held)
+    assert freed == [["hold-node-a"]] and runners.held() == ["node-b"]
+    runners.free(["node-a"])  # nothing held there any more: nothing to let go
+    assert freed == [["hold-node-a"]]
+    runners.end()
+    assert freed == [["hold-node-a"], ["hold-node-b"]] and runners.held() == []
+
+
+def test_no_worker_is_held_where_the_runners_are_not_kept():
+    runners = Runners(kill=lambda actor: None, hold=lambda node: None, free=lambda holds: None)
+    runners.hold("node-a")  # KEEP_RUNNERS_S=0: hold_worker holds nothing
+    assert runners.held() == []
 
 
 class Monitor:

@@ -294,11 +294,15 @@ class RayBackend:
 
         count = len(launch.nodes)
         machines = bundle_machines(group, count)
+        if shape.get("GPU"):  # the workers held there take the bundle tasks
+            self.runners.free(machines)
         probes = ask_bundle_gpus(group, shape, count)  # while the runners are found or made
         idle = [self.runners.take(machine) for machine in machines]
         actors = [actor or new_runner(m) for actor, m in zip(idle, machines, strict=True)]
         try:
             gpus = ray.get(probes, timeout=120) if probes else [""] * count
+            for machine in machines if probes else []:  # their workers, held for the next
+                self.runners.hold(machine)
             asks = _begin_all(actors, launch, gpus)
             ray.wait(asks, num_returns=len(asks), timeout=120)
             stale = [i for i, ask in enumerate(asks) if idle[i] is not None and not answered(ask)]

@@ -30,6 +30,7 @@ from ..config import GROUP, NODE_IP
 from .base import node_environment
 
 SETTLE_S = 10.0  # how long what a clean command's ranks started may take to end by itself
+STAND_BY_STEP_S = 0.05  # a cancelled ``stand_by`` ends within this
 
 
 def _described(pid: int) -> str:
@@ -106,6 +107,17 @@ def bundle_gpus() -> str:
     import ray
 
     return gpu_text(ray.get_gpu_ids())
+
+
+def stand_by(seconds: float) -> None:
+    """Run on a Ray node, holding nothing (ray_runners.py): keep this Ray worker busy for
+    ``seconds`` or until ``ray.cancel``, which interrupts it between two short sleeps, so that
+    Ray neither ends it nor gives it to other work meanwhile."""
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(STAND_BY_STEP_S)
 
 
 class NodeRunner:

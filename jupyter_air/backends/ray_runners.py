@@ -5,16 +5,21 @@ ray`` alone takes over a second. So a node's ``NodeRunner`` (ray_node.py) is not
 attempt's bundle: it is an actor of its own on the bundle's Ray node, asking for nothing
 (``num_cpus=0``), that serves one attempt at a time. The placement group still reserves each
 node's CPU and GPUs, and the GPUs a bundle holds are read by a small task placed in it
-(``bundle_devices``; Ray runs it on an idle worker of the driver, which it keeps between tasks).
-When an attempt's nodes are released after every command ended cleanly, their runners go back
-here, one per Ray node, and the next attempt on that node takes it; any other end kills them.
-Ray may end that idle worker meanwhile (it keeps as many idle workers on a node as the node
-has CPUs free, and other work of the driver may take it): the next bundle's task then waits
-for a new one, as a runner placed in the bundle would have.
+(``bundle_gpus``), which needs a Ray worker of the driver on that node. When an attempt's nodes
+are released after every command ended cleanly, their runners go back here, one per Ray node,
+and the next attempt on that node takes it; any other end kills them.
 
-Idle runners hold no resources, only their process on the node: they end with the backend
-(``RayBackend.close``: a kernel keeps it ``KEEP_RUNNERS_S`` after its last call, a supervisor
-until its job run ends) and with the driver that owns them (Ray ends a driver's actors with it).
+The worker for the bundle task is held too. An idle Ray worker does not last: Ray ends those a
+node has more of than it has CPUs free, and gives them to the driver's other work (a Ray Train
+run's actors take them), so the next bundle task would wait for a new worker (2.5 s on a 2-core
+machine, most of it ``import ray``). So once a bundle task has run on a node, a task that holds
+no resources keeps that worker of the driver busy (``ray_node.stand_by``); the next placement
+there cancels it first (``free``), and its bundle task runs on that worker at once.
+
+Idle runners and held workers hold no resources, only their process on the node: they end with
+the backend (``RayBackend.close``: a kernel keeps it ``KEEP_RUNNERS_S`` after its last call, a
+supervisor until its job run ends) and with the driver that owns them (Ray ends a driver's actors
+and tasks with it); a hold ends by itself after ``KEEP_RUNNERS_S``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 RUNNER_CONCURRENCY = 4  # a tick while a stop waits for its grace period
+FREE_WAIT_S = 2.0  # a cancelled hold ends within 0.05 s; past this the bundle task goes on
 
 
 def kill_runner(actor: Any) -> None:
@@ -36,13 +42,49 @@ def kill_runner(actor: Any) -> None:
         ray.kill(actor)
 
 
-class Runners:
-    """At most one idle runner per Ray node, handed to one attempt at a time."""
+def hold_worker(node_id: str) -> Any | None:
+    """A task that keeps a worker of this driver busy on Ray node ``node_id``, holding no
+    resources, as long as the runners are kept (``KEEP_RUNNERS_S``); None when they are not."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    def __init__(self, kill: Callable[[Any], None] = kill_runner) -> None:
+    from ..config import KEEP_RUNNERS_S
+
+    seconds = KEEP_RUNNERS_S.get()
+    if not seconds:
+        return None
+    strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
+    options = {"num_cpus": 0, "max_retries": 0, "scheduling_strategy": strategy}
+    return _remote_stand_by().options(**options).remote(seconds)
+
+
+def free_workers(holds: list[Any], wait_s: float = FREE_WAIT_S) -> None:
+    """The tasks ``holds`` cancelled and, within ``wait_s``, ended: their workers are idle."""
+    import ray
+
+    for hold in holds:
+        with contextlib.suppress(Exception):  # ended already
+            ray.cancel(hold)
+    if holds and wait_s > 0:
+        with contextlib.suppress(Exception):
+            ray.wait(holds, num_returns=len(holds), timeout=wait_s)
+
+
+class Runners:
+    """At most one idle runner per Ray node, handed to one attempt at a time; and on GPU nodes
+    a worker of the driver held for the next bundle task."""
+
+    def __init__(
+        self,
+        kill: Callable[[Any], None] = kill_runner,
+        hold: Callable[[str], Any] = hold_worker,
+        free: Callable[[list[Any]], None] = free_workers,
+    ) -> None:
         self._lock = threading.Lock()
         self._idle: dict[str, Any] = {}  # Ray node id → its idle runner
+        self._held: dict[str, Any] = {}  # Ray node id → the task holding a worker there
         self._kill = kill
+        self._hold = hold
+        self._free = free
 
     def take(self, node_id: str) -> Any | None:
         """The idle runner on ``node_id``, now the caller's; None when there is none."""
@@ -63,12 +105,40 @@ class Runners:
         with self._lock:
             return len(self._idle)
 
+    def hold(self, node_id: str) -> None:
+        """A worker of the driver held on ``node_id`` for its next bundle task (once)."""
+        with self._lock:
+            if node_id in self._held:
+                return
+            self._held[node_id] = None  # one hold per node, even while this one is asked
+        held = self._hold(node_id)
+        with self._lock:
+            if held is None:
+                self._held.pop(node_id, None)
+            else:
+                self._held[node_id] = held
+
+    def held(self) -> list[str]:
+        with self._lock:
+            return sorted(node for node, task in self._held.items() if task is not None)
+
+    def free(self, node_ids: list[str]) -> None:
+        """The workers held on ``node_ids`` free for the bundle tasks about to be placed."""
+        with self._lock:
+            holds = [self._held.pop(node, None) for node in set(node_ids)]
+        holds = [task for task in holds if task is not None]
+        if holds:
+            self._free(holds)
+
     def end(self) -> None:
-        """Every idle runner ends (their processes go)."""
+        """Every idle runner ends (their processes go), every held worker is let go."""
         with self._lock:
             idle, self._idle = list(self._idle.values()), {}
+            held, self._held = [t for t in self._held.values() if t is not None], {}
         for actor in idle:
             self._kill(actor)
+        if held:
+            self._free(held)
 
 
 def new_runner(node_id: str) -> Any:
@@ -118,8 +188,8 @@ def ask_bundle_gpus(group: Any, shape: dict[str, float], count: int) -> list[Any
 
 
 def warm_probe_worker(node_id: str) -> Any:
-    """The bundle task's function run once on Ray node ``node_id``, holding nothing: Ray keeps
-    the worker it started for it idle, and the next bundle task there runs on it at once."""
+    """The bundle task's function run once on Ray node ``node_id``, holding nothing: a worker
+    of this driver started there, for ``Runners.hold`` to keep."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
@@ -133,6 +203,15 @@ def _remote_runner() -> Any:
     from .ray_node import NodeRunner
 
     return ray.remote(NodeRunner)
+
+
+@functools.cache
+def _remote_stand_by() -> Any:
+    import ray
+
+    from .ray_node import stand_by
+
+    return ray.remote(stand_by)
 
 
 @functools.cache

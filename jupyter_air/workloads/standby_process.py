@@ -70,8 +70,10 @@ class Standby:
         # a GPU node's bundle is asked for its GPUs by a task: a worker of this driver ready there
         asks += [warm_probe_worker(node.node_id) for node in nodes if node.gpus]
         ray.get([*asks, line_keeper(NAMESPACE).leave.remote("")], timeout=120)
-        for node_id, actor in runners.items():
-            backend.runners.give_back(node_id, actor)
+        for node in nodes:
+            backend.runners.give_back(node.node_id, runners[node.node_id])
+            if node.gpus:  # that worker, kept busy until the bundle task
+                backend.runners.hold(node.node_id)
         self._loaded = _loaded_files()
         log.info("ready: %d node runners on %s", len(runners), backend.address)
 
