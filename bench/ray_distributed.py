@@ -13,10 +13,10 @@ without an MLflow run (``mlflow=False``; a TorchTrainer run has none either), an
 driver already connected to the cluster, as a kernel is after its first call.
 
 Then where the seconds of a call go, with kept nodes, placed anew after a call placed anew and
-placed anew after a ``TorchTrainer`` run, from ``--repeat`` more such calls each: marks taken in the kernel (the supervision core's steps), by each node's
-launcher agent (its outcome's start and end) and by the ranks (entering the function, the gloo
-group formed, returning); the nodes are this machine's, so one clock serves them all. Medians
-of each step.
+placed anew after a ``TorchTrainer`` run, from ``--repeat`` more such calls each: marks taken in
+the kernel (the supervision core's steps), by each node's launcher agent (its outcome's start
+and end) and by the ranks (entering the function, the gloo group formed, returning); the nodes
+are this machine's, so one clock serves them all. Medians of each step.
 
     python bench/ray_distributed.py [--repeat 5]
 """
@@ -126,7 +126,7 @@ def breakdown(
         returned = max(r["returned"] for r in ranks)
         for step, seconds in {
             "kernel: run folder and payload": marks["prepare"] - began,
-            "nodes (placed anew: placement group, runners, bundles' GPUs) and their commands started": (
+            "nodes (anew: placement group, runners, bundles' GPUs) and their commands started": (
                 marks["started"] - marks["prepare"]
             ),
             "launcher agent: interpreter and jupyter_air imports": agent_started - marks["started"],
