@@ -136,8 +136,9 @@ KEEP_NODES_S = _s(
 KEEP_RUNNERS_S = _s(
     "KEEP_RUNNERS_S",
     "Seconds a kernel keeps its Ray connection and its node runners (one Ray worker process on "
-    "each Ray node its `nodes=M` calls used, holding no CPU or GPU) after its last call, so that "
-    "a call placed anew starts without new Ray workers; and how long the standby supervisor a "
+    "each Ray node its `nodes=M` calls used, and one more on a GPU node for its bundles' GPU "
+    "task, holding no CPU or GPU) after its last call, so that a call placed anew starts "
+    "without new Ray workers; and how long the standby supervisor a "
     "Ray job run leaves (connected, with a runner on each Ray node) waits for the data "
     "folder's next Ray job run; 0 to 3600, 0: they end with each call, and no standby.",
     default=600.0,
