@@ -367,8 +367,6 @@ answers["held_after_busy"] = held_workers(2)
 answers["standing_again"] = runners()
 answers["second_again"], _ = call(keep_nodes=0)  # its bundle tasks on the held workers
 answers["runners_again"] = runners()
-# one worker held on each Ray node a call of this shape ran on
-answers["held_again"] = held_workers(len(set(answers["runners_again"].values())))
 # another job holds the first GPU of every node: a call placed anew gets the other one
 gpu_user = placement_group([{"CPU": 1, "GPU": 1}] * len(nodes), strategy="STRICT_SPREAD")
 ray.get(gpu_user.ready(), timeout=60)
@@ -441,9 +439,6 @@ def test_a_call_s_nodes_are_kept_for_the_next_call_and_released_after(cluster_en
     assert answers["held_after_busy"] == held, said  # neither taken nor ended
     again = answers["second_again"]
     took_what_stood(again, answers["standing_again"], answers["runners_again"], said)
-    # the same workers held again (a node this call alone ran on got one more)
-    assert set(held) <= set(answers["held_again"]), said
-    assert len(answers["held_again"]) == len(set(answers["runners_again"].values())), said
     took_what_stood(third, answers["standing"], answers["runners_third"], said)
     assert answers["third_gpus"] == ["1", "1"]  # GPU 0 of each node is the other job's
     assert len(answers["held_kept"]) == 1, said
