@@ -301,8 +301,9 @@ class RayBackend:
         actors = [actor or new_runner(m) for actor, m in zip(idle, machines, strict=True)]
         try:
             gpus = ray.get(probes, timeout=120) if probes else [""] * count
-            for machine in machines if probes else []:  # their workers, held for the next
-                self.runners.hold(machine)
+            if probes:  # the workers they ran on, held for the next placement's
+                for machine in machines:
+                    self.runners.hold(machine)
             asks = _begin_all(actors, launch, gpus)
             ray.wait(asks, num_returns=len(asks), timeout=120)
             stale = [i for i, ask in enumerate(asks) if idle[i] is not None and not answered(ask)]

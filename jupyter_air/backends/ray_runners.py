@@ -106,27 +106,22 @@ class Runners:
             return len(self._idle)
 
     def hold(self, node_id: str) -> None:
-        """A worker of the driver held on ``node_id`` for its next bundle task (once)."""
+        """A worker of the driver held on ``node_id`` for its next bundle task (once; submitting
+        the task does not wait for it)."""
         with self._lock:
-            if node_id in self._held:
-                return
-            self._held[node_id] = None  # one hold per node, even while this one is asked
-        held = self._hold(node_id)
-        with self._lock:
-            if held is None:
-                self._held.pop(node_id, None)
-            else:
-                self._held[node_id] = held
+            if node_id not in self._held:
+                task = self._hold(node_id)
+                if task is not None:
+                    self._held[node_id] = task
 
     def held(self) -> list[str]:
         with self._lock:
-            return sorted(node for node, task in self._held.items() if task is not None)
+            return sorted(self._held)
 
     def free(self, node_ids: list[str]) -> None:
         """The workers held on ``node_ids`` free for the bundle tasks about to be placed."""
         with self._lock:
-            holds = [self._held.pop(node, None) for node in set(node_ids)]
-        holds = [task for task in holds if task is not None]
+            holds = [self._held.pop(node) for node in set(node_ids) if node in self._held]
         if holds:
             self._free(holds)
 
@@ -134,7 +129,7 @@ class Runners:
         """Every idle runner ends (their processes go), every held worker is let go."""
         with self._lock:
             idle, self._idle = list(self._idle.values()), {}
-            held, self._held = [t for t in self._held.values() if t is not None], {}
+            held, self._held = list(self._held.values()), {}
         for actor in idle:
             self._kill(actor)
         if held:
